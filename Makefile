@@ -1,0 +1,42 @@
+# objectlog: `make run` serves the embedded stack, `make test` runs the whole suite.
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install run test pytest lint bench bench-long clean
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
+		{ echo "error: objectlog needs Python >= 3.11; $(PYTHON) is $$($(PYTHON) --version)" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# aioboto3 pins an exact botocore: installing it first keeps pip from backtracking.
+	$(BIN)/pip install --quiet 'aioboto3==15.5.0'
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/objectlog dev
+
+test: install lint pytest
+
+pytest: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python -m bench.run
+
+bench-long: install
+	$(BIN)/python -m bench.run --long
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,343 @@
+"""The objectlog command line, shaped like Kafka's console tools."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import click
+
+from objectlog.config import Config
+from objectlog.errors import ObjectLogError
+from objectlog.fetch import FetchRequest
+from objectlog.log import ObjectLog
+from objectlog.producer import RecordFuture
+from objectlog.records import Record
+
+F = TypeVar("F", bound=Callable[..., Any])
+FETCH_WAIT_S = 0.2
+
+
+def clear_errors(command: F) -> F:
+    """objectlog errors become one line on stderr and exit status 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ObjectLogError as e:
+            click.echo(f"error: {e.message}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL", help="AWS endpoint (default: AWS).")
+@click.option("--bucket", envvar="OBJECTLOG_BUCKET", default="objectlog", show_default=True)
+@click.option("--table", envvar="OBJECTLOG_TABLE", default="objectlog", show_default=True)
+@click.option("--prefix", envvar="OBJECTLOG_PREFIX", default="")
+@click.pass_context
+def main(
+    ctx: click.Context, endpoint_url: str | None, bucket: str, table: str, prefix: str
+) -> None:
+    """objectlog: a serverless, Kafka-style log on S3 and DynamoDB."""
+    overrides: dict[str, Any] = {"bucket": bucket, "table": table, "prefix": prefix}
+    if endpoint_url:
+        overrides.update(s3_endpoint=endpoint_url, dynamodb_endpoint=endpoint_url)
+    ctx.obj = lambda: ObjectLog(Config.from_env(**overrides))
+
+
+def _log(ctx: click.Context) -> ObjectLog:
+    return ctx.obj()
+
+
+# ---- dev ---------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=4566, show_default=True, type=int)
+@click.pass_context
+@clear_errors
+def dev(ctx: click.Context, host: str, port: int) -> None:
+    """Run the embedded stack (AWS-compatible endpoint) until Ctrl-C."""
+    from objectlog.embedded import EmbeddedAWS
+
+    server = EmbeddedAWS(host, port).start()
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    assert ctx.parent is not None
+    bucket, table = ctx.parent.params["bucket"], ctx.parent.params["table"]
+    log = ObjectLog(
+        Config.from_env(
+            bucket=bucket,
+            table=table,
+            s3_endpoint=server.endpoint_url,
+            dynamodb_endpoint=server.endpoint_url,
+        )
+    )
+    log.ensure_resources()
+    click.echo(
+        f"objectlog dev: AWS endpoint {server.endpoint_url} (bucket {bucket}, table {table})"
+    )
+    click.echo(f"  export AWS_ENDPOINT_URL={server.endpoint_url}")
+    click.echo("Ctrl-C to stop.")
+    _serve_until_interrupted()
+    server.stop()
+
+
+def _serve_until_interrupted() -> None:
+    stop = {"now": False}
+
+    def handle(*_: object) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGTERM, handle)
+    try:
+        while not stop["now"]:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    click.echo("stopped.")
+
+
+# ---- topics ------------------------------------------------------------------------------
+
+
+def _parse_configs(pairs: tuple[str, ...]) -> dict[str, str]:
+    configs = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="--config")
+        key, value = pair.split("=", 1)
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+@main.group()
+def topics() -> None:
+    """Create, list, describe, alter and delete topics."""
+
+
+@topics.command("create")
+@click.argument("name")
+@click.option("--partitions", default=1, show_default=True, type=int)
+@click.option("--config", "configs", multiple=True, help="key=value, repeatable")
+@click.pass_context
+@clear_errors
+def topics_create(ctx: click.Context, name: str, partitions: int, configs: tuple[str, ...]) -> None:
+    topic = _log(ctx).create_topic(name, partitions, _parse_configs(configs))
+    click.echo(f"Created topic {topic.name} ({topic.partitions} partitions, id {topic.topic_id}).")
+
+
+@topics.command("list")
+@click.pass_context
+@clear_errors
+def topics_list(ctx: click.Context) -> None:
+    for name in _log(ctx).list_topics():
+        click.echo(name)
+
+
+@topics.command("describe")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.pass_context
+@clear_errors
+def topics_describe(ctx: click.Context, name: str, as_json: bool) -> None:
+    description = _log(ctx).describe_topic(name)
+    if as_json:
+        click.echo(json.dumps(description.to_dict(), indent=2))
+        return
+    topic = description.topic
+    configs = ",".join(f"{k}={v}" for k, v in sorted(topic.config.overrides.items()))
+    click.echo(
+        f"Topic: {topic.name}\tTopicId: {topic.topic_id}\t"
+        f"PartitionCount: {topic.partitions}\tConfigs: {configs}"
+    )
+    for p in description.partitions:
+        click.echo(
+            f"\tPartition: {p.partition}\tLogStartOffset: {p.log_start_offset}\t"
+            f"HighWatermark: {p.high_watermark}\tSegments: {p.segments}\tBytes: {p.bytes}"
+        )
+
+
+@topics.command("alter")
+@click.argument("name")
+@click.option("--partitions", type=int, help="grow to this many partitions")
+@click.option("--config", "configs", multiple=True, help="key=value to set, repeatable")
+@click.option("--delete-config", "deletes", multiple=True, help="key to reset, repeatable")
+@click.pass_context
+@clear_errors
+def topics_alter(
+    ctx: click.Context,
+    name: str,
+    partitions: int | None,
+    configs: tuple[str, ...],
+    deletes: tuple[str, ...],
+) -> None:
+    log = _log(ctx)
+    if partitions is not None:
+        log.add_partitions(name, partitions)
+    if configs or deletes:
+        log.alter_topic_config(name, set=_parse_configs(configs), delete=deletes)
+    click.echo(f"Altered topic {name}.")
+
+
+@topics.command("delete")
+@click.argument("name")
+@click.pass_context
+@clear_errors
+def topics_delete(ctx: click.Context, name: str) -> None:
+    _log(ctx).delete_topic(name)
+    click.echo(f"Deleted topic {name}.")
+
+
+# ---- produce / consume -------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("topic")
+@click.option("--key-separator", help="split each line into key and value at the first SEP")
+@click.option("--partition", type=int, help="send every record to this partition")
+@click.option("--linger-ms", default=5, show_default=True, type=int)
+@click.pass_context
+@clear_errors
+def produce(
+    ctx: click.Context, topic: str, key_separator: str | None, partition: int | None, linger_ms: int
+) -> None:
+    """Send one record per line of standard input."""
+    log = _log(ctx)
+    log.topic(topic)
+    futures: list[RecordFuture] = []
+    with log.producer(linger_ms=linger_ms) as producer:
+        for line in sys.stdin:
+            line = line.rstrip("\n")
+            key: str | None = None
+            if key_separator is not None:
+                if key_separator not in line:
+                    raise click.ClickException(
+                        f"line {len(futures) + 1} has no key separator {key_separator!r}"
+                    )
+                key, line = line.split(key_separator, 1)
+            futures.append(producer.send(topic, value=line, key=key, partition=partition))
+    for future in futures:
+        future.result()
+    click.echo(f"Produced {len(futures)} records to {topic}.", err=True)
+
+
+def _text(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode()}
+
+
+def _format(record: Record, fmt: str, print_key: bool) -> str:
+    if fmt == "json":
+        return json.dumps(
+            {
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "timestamp": record.timestamp,
+                "timestampType": record.timestamp_type,
+                "key": _text(record.key),
+                "value": _text(record.value),
+                "headers": [[k, _text(v)] for k, v in record.headers],
+            }
+        )
+    value = "null" if record.value is None else record.value.decode(errors="backslashreplace")
+    if print_key:
+        key = "null" if record.key is None else record.key.decode(errors="backslashreplace")
+        return f"{key}\t{value}"
+    return value
+
+
+def _consume(
+    log: ObjectLog, positions: dict[int, int], topic: str, timeout_s: float
+) -> Iterator[Record]:
+    idle_since = time.monotonic()
+    while True:
+        requests = [FetchRequest(topic, p, offset) for p, offset in positions.items()]
+        got_any = False
+        for result in log.fetch_many(requests):
+            positions[result.partition] = result.next_offset
+            for record in result.records:
+                got_any = True
+                yield record
+        if got_any:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= timeout_s:
+            return
+        else:
+            time.sleep(FETCH_WAIT_S)
+
+
+@main.command()
+@click.argument("topic")
+@click.option(
+    "--from-beginning", is_flag=True, help="start at the earliest offset (default: latest)"
+)
+@click.option("--offset", type=int, help="start at this offset (needs --partition)")
+@click.option("--partition", type=int, help="read only this partition")
+@click.option("--max-records", type=int, help="exit after this many records")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=5.0,
+    show_default=True,
+    type=float,
+    help="exit after this many idle seconds",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--print-key", is_flag=True, help="text format: print key<TAB>value")
+@click.pass_context
+@clear_errors
+def consume(
+    ctx: click.Context,
+    topic: str,
+    from_beginning: bool,
+    offset: int | None,
+    partition: int | None,
+    max_records: int | None,
+    timeout_s: float,
+    fmt: str,
+    print_key: bool,
+) -> None:
+    """Print records of a topic (all partitions, or one)."""
+    if offset is not None and partition is None:
+        raise click.UsageError("--offset needs --partition")
+    if offset is not None and from_beginning:
+        raise click.UsageError("--offset and --from-beginning exclude each other")
+    log = _log(ctx)
+    info = log.topic(topic)
+    partitions = [partition] if partition is not None else list(range(info.partitions))
+    positions = {}
+    for p in partitions:
+        bounds = log.offsets(topic, p)
+        positions[p] = (
+            offset if offset is not None else bounds.earliest if from_beginning else bounds.latest
+        )
+    count = 0
+    for record in _consume(log, positions, topic, timeout_s):
+        click.echo(_format(record, fmt, print_key))
+        count += 1
+        if max_records is not None and count >= max_records:
+            break
+    click.echo(f"Processed a total of {count} messages", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

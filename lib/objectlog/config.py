@@ -1,0 +1,73 @@
+"""Connection settings, read from the environment with defaults that fit the embedded stack."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+ENV_BUCKET = "OBJECTLOG_BUCKET"
+ENV_TABLE = "OBJECTLOG_TABLE"
+ENV_PREFIX = "OBJECTLOG_PREFIX"
+ENV_REGION = "AWS_REGION"
+ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"
+ENV_ENDPOINT = "AWS_ENDPOINT_URL"
+ENV_S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"
+ENV_DYNAMODB_ENDPOINT = "AWS_ENDPOINT_URL_DYNAMODB"
+
+DEFAULT_BUCKET = "objectlog"
+DEFAULT_TABLE = "objectlog"
+DEFAULT_REGION = "us-east-1"
+EMBEDDED_ENDPOINT = "http://127.0.0.1:4566"
+
+LOOPBACK_HOSTS = ("127.", "localhost", "[::1]")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Where objectlog keeps its data and state."""
+
+    bucket: str = DEFAULT_BUCKET
+    table: str = DEFAULT_TABLE
+    prefix: str = ""
+    region: str = DEFAULT_REGION
+    # None means "whatever botocore resolves": AWS, or the AWS_ENDPOINT_URL* variables.
+    s3_endpoint: str | None = None
+    dynamodb_endpoint: str | None = None
+    # How many times botocore retries throttling, 5xx and connection errors (standard mode).
+    max_attempts: int = 8
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 30.0
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Config:
+        env = os.environ if env is None else env
+        generic = env.get(ENV_ENDPOINT)
+        config = cls(
+            bucket=env.get(ENV_BUCKET, DEFAULT_BUCKET),
+            table=env.get(ENV_TABLE, DEFAULT_TABLE),
+            prefix=normalize_prefix(env.get(ENV_PREFIX, "")),
+            region=env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION) or DEFAULT_REGION,
+            s3_endpoint=env.get(ENV_S3_ENDPOINT) or generic,
+            dynamodb_endpoint=env.get(ENV_DYNAMODB_ENDPOINT) or generic,
+        )
+        return replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
+
+    @property
+    def is_local(self) -> bool:
+        """True when both endpoints are on this machine (the embedded stack or LocalStack)."""
+        return all(
+            endpoint is not None and _is_loopback(endpoint)
+            for endpoint in (self.s3_endpoint, self.dynamodb_endpoint)
+        )
+
+
+def normalize_prefix(prefix: str) -> str:
+    prefix = prefix.strip("/")
+    return f"{prefix}/" if prefix else ""
+
+
+def _is_loopback(url: str) -> bool:
+    host = url.split("://", 1)[-1]
+    return host.startswith(LOOPBACK_HOSTS)

@@ -1,0 +1,149 @@
+"""objectlog's exceptions. Each carries a kind; retry decisions and HTTP status come from it."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ErrorKind(Enum):
+    """What the caller should do about an error; the value is its HTTP status."""
+
+    INVALID = 400
+    NOT_FOUND = 404
+    CONFLICT = 409
+    OUT_OF_RANGE = 416
+    TOO_LARGE = 413
+    RETRIABLE = 503
+    UNKNOWN_OUTCOME = 504
+    FATAL = 500
+
+    @property
+    def retriable(self) -> bool:
+        return self in (ErrorKind.RETRIABLE, ErrorKind.UNKNOWN_OUTCOME)
+
+    @property
+    def http_status(self) -> int:
+        return self.value
+
+
+class ObjectLogError(Exception):
+    """Base of every error objectlog raises."""
+
+    kind: ErrorKind = ErrorKind.FATAL
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    @property
+    def retriable(self) -> bool:
+        return self.kind.retriable
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {"error": type(self).__name__, "message": self.message}
+        if self.field is not None:
+            body["field"] = self.field
+        return body
+
+
+class InvalidRequest(ObjectLogError):
+    """The request is malformed or breaks a limit; nothing was stored."""
+
+    kind = ErrorKind.INVALID
+
+
+class InvalidTopicName(InvalidRequest):
+    """The topic name breaks Kafka's naming rules."""
+
+
+class InvalidConfig(InvalidRequest):
+    """A topic config key is unknown or its value is out of range."""
+
+
+class RecordTooLarge(ObjectLogError):
+    """A record exceeds the topic's max.message.bytes."""
+
+    kind = ErrorKind.TOO_LARGE
+
+
+class TopicNotFound(ObjectLogError):
+    """The topic does not exist (or is being deleted)."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
+class UnknownPartition(ObjectLogError):
+    """The partition number is not below the topic's partition count."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
+class TopicExists(ObjectLogError):
+    """A topic with that name already exists."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class OffsetOutOfRange(ObjectLogError):
+    """The offset is below the log start offset or above the high watermark."""
+
+    kind = ErrorKind.OUT_OF_RANGE
+
+    def __init__(self, message: str, *, log_start_offset: int, high_watermark: int) -> None:
+        super().__init__(message, field="offset")
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
+
+    def to_dict(self) -> dict[str, object]:
+        body = super().to_dict()
+        body.update(log_start_offset=self.log_start_offset, high_watermark=self.high_watermark)
+        return body
+
+
+class OutOfOrderSequence(ObjectLogError):
+    """The producer's sequence skipped ahead of what the partition last committed for it."""
+
+    kind = ErrorKind.FATAL
+
+
+class ConcurrentModification(ObjectLogError):
+    """Another writer changed the item first; re-read and try again."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class StorageUnavailable(ObjectLogError):
+    """S3 or DynamoDB failed after the client's retries; nothing is known to have changed."""
+
+    kind = ErrorKind.RETRIABLE
+
+
+class UnknownOutcome(ObjectLogError):
+    """A write was sent but its answer was lost: it may or may not have been applied."""
+
+    kind = ErrorKind.UNKNOWN_OUTCOME
+
+
+class ProducerClosed(ObjectLogError):
+    """The producer was closed; no more records are accepted."""
+
+    kind = ErrorKind.FATAL
+
+
+class ObjectNotFound(ObjectLogError):
+    """The S3 object (or byte range) does not exist."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
+class ObjectExists(ObjectLogError):
+    """A put-if-absent found the key already taken."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class HorizonPassed(ObjectLogError):
+    """The object is older than the partition's GC horizon: upload it again, then commit."""
+
+    kind = ErrorKind.RETRIABLE

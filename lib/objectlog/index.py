@@ -1,0 +1,164 @@
+"""The segment index: refs in the partition head's tail, older refs in manifests on S3.
+
+    head (DynamoDB)                 manifest list (S3, immutable)     manifest (S3, immutable)
+    tail_base, tail=[ref, ...] ---> manifest_list -> [{key, base, end, ...}, ...] -> [ref, ...]
+
+A ref's base offset is implied: the tail's refs start at tail_base and follow each other;
+a manifest records the base of its first ref. ``span`` is how many offsets a ref covers and
+``records`` how many records it holds (fewer after key compaction).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+LEVEL_L0 = 0
+LEVEL_L1 = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRef:
+    """One slice of one object: where it is and what it covers."""
+
+    level: int
+    object_id: str  # an L0 object's ULID, or an L1 object's key below the prefix
+    start: int
+    length: int
+    span: int
+    records: int
+    min_timestamp: int
+    max_timestamp: int
+
+    def encode(self) -> str:
+        """The compact form kept in the head (the head is billed per KiB written)."""
+        return "|".join(
+            str(part)
+            for part in (
+                self.level,
+                self.object_id,
+                self.start,
+                self.length,
+                self.span,
+                self.records,
+                self.min_timestamp,
+                self.max_timestamp - self.min_timestamp,
+            )
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> SegmentRef:
+        level, object_id, start, length, span, records, min_ts, ts_range = text.split("|")
+        return cls(
+            level=int(level),
+            object_id=object_id,
+            start=int(start),
+            length=int(length),
+            span=int(span),
+            records=int(records),
+            min_timestamp=int(min_ts),
+            max_timestamp=int(min_ts) + int(ts_range),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedRef:
+    """A ref with its base offset resolved."""
+
+    base_offset: int
+    ref: SegmentRef
+
+    @property
+    def end_offset(self) -> int:
+        return self.base_offset + self.ref.span
+
+
+def place(base_offset: int, refs: Iterable[SegmentRef]) -> Iterator[PlacedRef]:
+    offset = base_offset
+    for ref in refs:
+        yield PlacedRef(offset, ref)
+        offset += ref.span
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """An immutable list of consecutive refs starting at base_offset."""
+
+    base_offset: int
+    refs: tuple[SegmentRef, ...]
+
+    @property
+    def end_offset(self) -> int:
+        return self.base_offset + sum(ref.span for ref in self.refs)
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {"base_offset": self.base_offset, "refs": [ref.encode() for ref in self.refs]},
+            separators=(",", ":"),
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Manifest:
+        body = json.loads(data)
+        return cls(body["base_offset"], tuple(SegmentRef.decode(r) for r in body["refs"]))
+
+    def placed(self) -> Iterator[PlacedRef]:
+        return place(self.base_offset, self.refs)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """A manifest list's summary of one manifest."""
+
+    key: str
+    base_offset: int
+    end_offset: int
+    refs: int
+    bytes: int
+    min_timestamp: int
+    max_timestamp: int
+
+    @classmethod
+    def summarize(cls, key: str, manifest: Manifest) -> ManifestEntry:
+        return cls(
+            key=key,
+            base_offset=manifest.base_offset,
+            end_offset=manifest.end_offset,
+            refs=len(manifest.refs),
+            bytes=sum(ref.length for ref in manifest.refs),
+            min_timestamp=min((r.min_timestamp for r in manifest.refs), default=0),
+            max_timestamp=max((r.max_timestamp for r in manifest.refs), default=0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestList:
+    """An immutable, offset-ordered list of manifests."""
+
+    entries: tuple[ManifestEntry, ...]
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {"manifests": [vars_of(entry) for entry in self.entries]}, separators=(",", ":")
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> ManifestList:
+        body = json.loads(data)
+        return cls(tuple(ManifestEntry(**entry) for entry in body["manifests"]))
+
+    def covering(self, offset: int) -> Iterator[ManifestEntry]:
+        """Entries whose range ends after offset, in offset order."""
+        lo, hi = 0, len(self.entries)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.entries[mid].end_offset <= offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        yield from self.entries[lo:]
+
+
+def vars_of(entry: ManifestEntry) -> dict[str, object]:
+    return {name: getattr(entry, name) for name in ManifestEntry.__slots__}

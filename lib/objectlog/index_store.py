@@ -1,0 +1,141 @@
+"""Reads and grows the segment index: the head's tail plus immutable manifests on S3."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+from objectlog.clock import Clock, new_ulid
+from objectlog.index import Manifest, ManifestEntry, ManifestList, PlacedRef, place
+from objectlog.layout import manifest_key, manifest_list_key
+from objectlog.metadata import DynamoMetadata, PartitionHead
+from objectlog.storage import ObjectStore
+
+# A head holds at most TAIL_MAX refs before whoever notices spills all but TAIL_KEEP of them.
+TAIL_MAX = 12
+TAIL_KEEP = 2
+# The newest manifest absorbs spills until it holds this many refs; then a new one starts.
+MANIFEST_MAX_REFS = 512
+# Producer state kept in a head: at most this many producers, none unused for longer.
+PRODUCER_CAP = 24
+PRODUCER_EXPIRY_S = 24 * 3600
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LruCache(Generic[K, V]):
+    """A small thread-safe LRU for immutable objects (manifests, decoded slices)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_load(self, key: K, load: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = load()
+        self.put(key, value)
+        return value
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+
+class IndexStore:
+    def __init__(
+        self, store: ObjectStore, metadata: DynamoMetadata, prefix: str, clock: Clock
+    ) -> None:
+        self.store = store
+        self.metadata = metadata
+        self.prefix = prefix
+        self.clock = clock
+        self._lists: LruCache[str, ManifestList] = LruCache(256)
+        self._manifests: LruCache[str, Manifest] = LruCache(1024)
+        self.spills = 0
+
+    def manifest_list(self, key: str) -> ManifestList:
+        return self._lists.get_or_load(key, lambda: ManifestList.from_json(self.store.get(key)))
+
+    def manifest(self, key: str) -> Manifest:
+        return self._manifests.get_or_load(key, lambda: Manifest.from_json(self.store.get(key)))
+
+    def placed_refs(self, head: PartitionHead, from_offset: int) -> Iterator[PlacedRef]:
+        """Refs covering from_offset onwards, in offset order: manifests first, then the tail."""
+        if from_offset < head.tail_base and head.manifest_list:
+            for entry in self.manifest_list(head.manifest_list).covering(from_offset):
+                for placed in self.manifest(entry.key).placed():
+                    if placed.base_offset >= head.tail_base:
+                        break
+                    if placed.end_offset > from_offset:
+                        yield placed
+        for placed in place(head.tail_base, head.tail):
+            if placed.end_offset > from_offset:
+                yield placed
+
+    def all_placed_refs(self, head: PartitionHead) -> Iterator[PlacedRef]:
+        return self.placed_refs(head, head.log_start_offset)
+
+    def needs_spill(self, head: PartitionHead) -> bool:
+        return len(head.tail) > TAIL_MAX
+
+    def spill(self, head: PartitionHead) -> bool:
+        """Move all but the newest TAIL_KEEP tail refs into a manifest; False if we lost a race."""
+        moved = head.tail[: len(head.tail) - TAIL_KEEP]
+        if not moved:
+            return False
+        entries = list(self.manifest_list(head.manifest_list).entries) if head.manifest_list else []
+        manifest = Manifest(head.tail_base, tuple(moved))
+        last = entries[-1] if entries else None
+        if (
+            last
+            and last.end_offset == head.tail_base
+            and last.refs + len(moved) <= MANIFEST_MAX_REFS
+        ):
+            manifest = Manifest(last.base_offset, self.manifest(last.key).refs + tuple(moved))
+            entries.pop()
+        topic_id, partition = head.topic_id, head.partition
+        mkey = manifest_key(self.prefix, topic_id, partition, new_ulid(self.clock))
+        self.store.put_if_absent(mkey, manifest.to_json())
+        self._manifests.put(mkey, manifest)
+        entries.append(ManifestEntry.summarize(mkey, manifest))
+        listing = ManifestList(tuple(entries))
+        lkey = manifest_list_key(self.prefix, topic_id, partition, new_ulid(self.clock))
+        self.store.put_if_absent(lkey, listing.to_json())
+        self._lists.put(lkey, listing)
+        done = self.metadata.spill(
+            head.topic,
+            partition,
+            expected_epoch=head.index_epoch,
+            refs_removed=len(moved),
+            span_removed=sum(ref.span for ref in moved),
+            manifest_list=lkey,
+            expired_producers=self.expired_producers(head),
+        )
+        self.spills += int(done)
+        return done
+
+    def expired_producers(self, head: PartitionHead) -> list[str]:
+        now_s = self.clock.now_ms() // 1000
+        by_age = sorted(head.producers.items(), key=lambda item: item[1].last_use_s, reverse=True)
+        return [
+            pid
+            for rank, (pid, state) in enumerate(by_age)
+            if rank >= PRODUCER_CAP or state.last_use_s < now_s - PRODUCER_EXPIRY_S
+        ]

@@ -1,0 +1,49 @@
+"""Shared fixtures: one embedded AWS endpoint per test session, reached over real HTTP.
+
+Set AWS_ENDPOINT_URL before running pytest to target LocalStack or AWS instead; otherwise
+moto's server app runs on loopback with every request serialized (objectlog.embedded).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from objectlog import ObjectLog
+from objectlog.config import Config
+from objectlog.embedded import EmbeddedAWS
+
+
+@pytest.fixture(scope="session")
+def aws_endpoint() -> Iterator[str]:
+    preset = os.environ.get("AWS_ENDPOINT_URL")
+    if preset:
+        yield preset
+        return
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    server = EmbeddedAWS(port=0).start()
+    os.environ["AWS_ENDPOINT_URL"] = server.endpoint_url
+    try:
+        yield server.endpoint_url
+    finally:
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+        server.stop()
+
+
+@pytest.fixture
+def config(aws_endpoint: str) -> Config:
+    """A bucket and table of this test's own."""
+    suffix = uuid.uuid4().hex[:12]
+    return Config.from_env(bucket=f"objectlog-test-{suffix}", table=f"objectlog-test-{suffix}")
+
+
+@pytest.fixture
+def log(config: Config) -> Iterator[ObjectLog]:
+    with ObjectLog(config) as objectlog:
+        objectlog.ensure_resources()
+        yield objectlog
