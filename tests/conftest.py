@@ -36,14 +36,14 @@ def aws_endpoint() -> Iterator[str]:
 
 
 @pytest.fixture
-def config(aws_endpoint: str) -> Config:
+def log_config(aws_endpoint: str) -> Config:
     """A bucket and table of this test's own."""
     suffix = uuid.uuid4().hex[:12]
     return Config.from_env(bucket=f"objectlog-test-{suffix}", table=f"objectlog-test-{suffix}")
 
 
 @pytest.fixture
-def log(config: Config) -> Iterator[ObjectLog]:
-    with ObjectLog(config) as objectlog:
+def log(log_config: Config) -> Iterator[ObjectLog]:
+    with ObjectLog(log_config) as objectlog:
         objectlog.ensure_resources()
         yield objectlog

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -58,19 +59,35 @@ def session_kwargs(config: Config) -> dict[str, Any]:
     return {"region_name": config.region}
 
 
+_SESSIONS: dict[tuple[tuple[str, Any], ...], boto3.Session] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
 def make_session(config: Config) -> boto3.Session:
-    return boto3.Session(**session_kwargs(config))
+    """One boto3 session per set of settings: building a session loads every service model."""
+    kwargs = session_kwargs(config)
+    key = tuple(sorted(kwargs.items()))
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = _SESSIONS[key] = boto3.Session(**kwargs)
+        return session
+
+
+def _client(session: boto3.Session, service: str, **kwargs: Any) -> Any:
+    with _SESSIONS_LOCK:  # creating clients from one session is not thread-safe
+        return session.client(service, **kwargs)
 
 
 def s3_client(config: Config, session: boto3.Session | None = None) -> Any:
     session = session or make_session(config)
-    return session.client("s3", endpoint_url=config.s3_endpoint, config=botocore_config(config))
+    return _client(session, "s3", endpoint_url=config.s3_endpoint, config=botocore_config(config))
 
 
 def dynamodb_client(config: Config, session: boto3.Session | None = None) -> Any:
     session = session or make_session(config)
-    return session.client(
-        "dynamodb", endpoint_url=config.dynamodb_endpoint, config=botocore_config(config)
+    return _client(
+        session, "dynamodb", endpoint_url=config.dynamodb_endpoint, config=botocore_config(config)
     )
 
 

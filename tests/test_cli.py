@@ -1,0 +1,118 @@
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from objectlog import ObjectLog
+from objectlog.cli import main
+
+
+@pytest.fixture
+def run(log: ObjectLog):
+    env = {
+        "AWS_ENDPOINT_URL": log.config.s3_endpoint or "",
+        "OBJECTLOG_BUCKET": log.config.bucket,
+        "OBJECTLOG_TABLE": log.config.table,
+    }
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None):
+        return runner.invoke(main, list(args), input=input, env=env, catch_exceptions=False)
+
+    return invoke
+
+
+def test_topics_commands(run, log: ObjectLog) -> None:
+    created = run(
+        "topics", "create", "orders", "--partitions", "3", "--config", "retention.ms=1000"
+    )
+    assert created.exit_code == 0, created.output
+    assert run("topics", "list").output.split() == ["orders"]
+    described = json.loads(run("topics", "describe", "orders", "--json").output)
+    assert described["partition_count"] == 3 and described["config"]["retention.ms"] == "1000"
+    assert "PartitionCount: 3" in run("topics", "describe", "orders").output
+    altered = run(
+        "topics", "alter", "orders", "--partitions", "5", "--config", "cleanup.policy=compact"
+    )
+    assert altered.exit_code == 0, altered.output
+    assert log.topic("orders", fresh=True).partitions == 5
+    assert run("topics", "delete", "orders").exit_code == 0
+    assert run("topics", "list").output.strip() == ""
+
+
+def test_errors_are_one_line_and_non_zero(run) -> None:
+    result = run("topics", "describe", "missing")
+    assert result.exit_code == 1
+    assert result.output.strip() == "error: topic 'missing' does not exist"
+    bad = run("topics", "create", "bad name")
+    assert bad.exit_code == 1 and bad.output.count("\n") == 1 and bad.output.startswith("error:")
+
+
+def test_produce_then_consume(run) -> None:
+    run("topics", "create", "t", "--partitions", "2")
+    produced = run("produce", "t", "--key-separator", ":", input="a:1\nb:2\nc:3\n")
+    assert produced.exit_code == 0, produced.output
+    consumed = run(
+        "consume", "t", "--from-beginning", "--max-records", "3", "--timeout", "1", "--print-key"
+    )
+    lines = sorted(consumed.stdout.splitlines())
+    assert lines == ["a\t1", "b\t2", "c\t3"]
+    as_json = run(
+        "consume", "t", "--partition", "0", "--offset", "0", "--timeout", "0.5", "--format", "json"
+    )
+    records = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert records and all(r["partition"] == 0 for r in records)
+    assert [r["offset"] for r in records] == list(range(len(records)))
+    to_partition = run("produce", "t", "--partition", "1", input="x\ny\n")
+    assert to_partition.exit_code == 0
+    tail = run("consume", "t", "--partition", "1", "--offset", "0", "--timeout", "0.5")
+    assert tail.stdout.splitlines()[-2:] == ["x", "y"]
+
+
+def test_consume_usage_errors(run) -> None:
+    run("topics", "create", "t")
+    assert run("consume", "t", "--offset", "3").exit_code == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+    env["PYTHONUNBUFFERED"] = "1"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "objectlog.cli", "dev", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline()
+        assert f"127.0.0.1:{port}" in banner
+        endpoint = f"http://127.0.0.1:{port}"
+        with ObjectLog.connect(s3_endpoint=endpoint, dynamodb_endpoint=endpoint) as log:
+            log.create_topic("hello")
+            with log.producer() as producer:
+                assert producer.send("hello", b"world").result().offset == 0
+            assert log.fetch("hello", 0, 0).records[0].value == b"world"
+    finally:
+        process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 10
+        while process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0

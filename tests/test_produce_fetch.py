@@ -1,0 +1,266 @@
+import time
+
+import pyarrow as pa
+import pytest
+
+from objectlog import FetchRequest, ObjectLog
+from objectlog.errors import (
+    InvalidRequest,
+    InvalidTopicName,
+    OffsetOutOfRange,
+    RecordTooLarge,
+    TopicNotFound,
+    UnknownPartition,
+)
+from objectlog.partitioner import partition_for_key
+
+
+def read_all(log: ObjectLog, topic: str, partition: int) -> list:
+    records, offset = [], log.offsets(topic, partition).earliest
+    while True:
+        result = log.fetch(topic, partition, offset)
+        if not len(result):
+            return records
+        records.extend(result.records)
+        offset = result.next_offset
+
+
+FIELDS = [
+    pytest.param(dict(key=b"k", value=b"v", headers=[("h", b"x")]), id="plain"),
+    pytest.param(dict(key=None, value=b"v"), id="null-key"),
+    pytest.param(dict(key=b"k", value=None), id="null-value-tombstone"),
+    pytest.param(dict(key=None, value=None), id="both-null"),
+    pytest.param(dict(key=bytes(range(256)), value=b"\x00" * 1000), id="binary"),
+    pytest.param(dict(key="ключ", value="значение ✓ 🚀"), id="unicode-str"),
+    pytest.param(dict(key=b"k", value=b"v", headers=[]), id="empty-headers"),
+    pytest.param(
+        dict(key=b"k", value=b"", headers=[("a", b"1"), ("a", b"2"), ("b", None)]), id="dup-headers"
+    ),
+    pytest.param(dict(key=b"k", value=b"v", headers={"x": b"1", "y": "two"}), id="dict-headers"),
+]
+
+
+@pytest.mark.parametrize("fields", FIELDS)
+def test_every_field_round_trips(log: ObjectLog, fields: dict) -> None:
+    log.create_topic("t", partitions=1)
+    with log.producer() as producer:
+        md = producer.send("t", timestamp_ms=1_700_000_000_123, **fields).result()
+    assert (md.topic, md.partition, md.offset, md.timestamp) == ("t", 0, 0, 1_700_000_000_123)
+    [record] = log.fetch("t", 0, 0).records
+    encode = lambda v: v.encode() if isinstance(v, str) else v  # noqa: E731
+    assert record.key == encode(fields.get("key"))
+    assert record.value == encode(fields.get("value"))
+    headers = fields.get("headers") or []
+    headers = list(headers.items()) if isinstance(headers, dict) else headers
+    assert record.headers == [(k, encode(v)) for k, v in headers]
+    assert (record.offset, record.timestamp, record.timestamp_type) == (0, 1_700_000_000_123, 0)
+
+
+def test_offsets_are_contiguous_from_zero_and_keys_follow_kafkas_partitioner(
+    log: ObjectLog,
+) -> None:
+    log.create_topic("t", partitions=4)
+    with log.producer(linger_ms=20) as producer:
+        futures = [producer.send("t", b"v%d" % i, key=b"user-%d" % (i % 13)) for i in range(500)]
+        metadata = [f.result() for f in futures]
+    for i, md in enumerate(metadata):
+        assert md.partition == partition_for_key(b"user-%d" % (i % 13), 4)
+    for partition in range(4):
+        mine = [md.offset for md in metadata if md.partition == partition]
+        assert mine == list(range(len(mine)))
+        records = read_all(log, "t", partition)
+        assert [r.offset for r in records] == mine
+    by_offset = {(md.partition, md.offset): i for i, md in enumerate(metadata)}
+    for partition in range(4):
+        for record in read_all(log, "t", partition):
+            assert record.value == b"v%d" % by_offset[(partition, record.offset)]
+
+
+def test_explicit_partition_wins_and_null_keys_stick_per_flush(log: ObjectLog) -> None:
+    log.create_topic("t", partitions=8)
+    with log.producer(linger_ms=1000, batch_bytes=1 << 30) as producer:
+        explicit = producer.send("t", b"x", key=b"foobar", partition=5)
+        nulls = [producer.send("t", b"n%d" % i) for i in range(50)]
+        producer.flush()
+    assert explicit.result().partition == 5
+    assert len({f.result().partition for f in nulls}) == 1
+
+
+def test_many_topics_and_partitions_in_one_flush(log: ObjectLog) -> None:
+    for name in ("a", "b", "c"):
+        log.create_topic(name, partitions=3)
+    with log.producer(linger_ms=1000, batch_bytes=1 << 30) as producer:
+        futures = [
+            producer.send(t, b"%s-%d" % (t.encode(), i), partition=i % 3)
+            for t in "abc"
+            for i in range(30)
+        ]
+        producer.flush()
+        [f.result() for f in futures]
+        assert producer.stats.objects_put == 1
+    for name in "abc":
+        for partition in range(3):
+            assert [r.offset for r in read_all(log, name, partition)] == list(range(10))
+
+
+def test_fetch_limits_and_next_offset(log: ObjectLog) -> None:
+    log.create_topic("t")
+    with log.producer(linger_ms=0) as producer:
+        for batch in range(5):
+            futures = [producer.send("t", b"%04d" % (batch * 10 + i)) for i in range(10)]
+            producer.flush()
+            [f.result() for f in futures]
+    limited = log.fetch("t", 0, 7, max_records=5)
+    assert [r.offset for r in limited.records] == [7, 8, 9, 10, 11]
+    assert limited.next_offset == 12 and limited.high_watermark == 50
+    one = log.fetch("t", 0, 20, max_bytes=1)
+    assert [r.offset for r in one.records] == [20]  # at least one record, as Kafka does
+    assert [r.value for r in log.fetch("t", 0, 45).records] == [b"%04d" % i for i in range(45, 50)]
+    at_end = log.fetch("t", 0, 50)
+    assert len(at_end) == 0 and at_end.next_offset == 50
+
+
+def test_out_of_range_names_the_earliest_offset(log: ObjectLog) -> None:
+    log.create_topic("t")
+    with log.producer() as producer:
+        producer.send("t", b"v").result()
+    with pytest.raises(OffsetOutOfRange) as error:
+        log.fetch("t", 0, 2)
+    assert error.value.log_start_offset == 0 and error.value.high_watermark == 1
+    assert "earliest offset is 0" in str(error.value)
+
+
+def test_long_poll_waits_for_data(log: ObjectLog) -> None:
+    log.create_topic("t")
+    started = time.monotonic()
+    assert len(log.fetch("t", 0, 0, max_wait_ms=300)) == 0
+    assert time.monotonic() - started >= 0.29
+
+    import threading
+
+    def produce_later() -> None:
+        time.sleep(0.2)
+        with log.producer() as producer:
+            producer.send("t", b"late").result()
+
+    thread = threading.Thread(target=produce_later)
+    thread.start()
+    started = time.monotonic()
+    result = log.fetch("t", 0, 0, max_wait_ms=5000)
+    waited = time.monotonic() - started
+    thread.join()
+    assert [r.value for r in result.records] == [b"late"]
+    assert 0.15 < waited < 3
+
+
+def test_offsets_and_offset_for_time(log: ObjectLog) -> None:
+    log.create_topic("t")
+    with log.producer(linger_ms=0) as producer:
+        for i in range(6):
+            producer.send("t", b"v%d" % i, timestamp_ms=1_000 * (i + 1)).result()
+    assert log.offsets("t", 0).earliest == 0 and log.offsets("t", 0).latest == 6
+    assert log.offset_for_time("t", 0, 0) == 0
+    assert log.offset_for_time("t", 0, 3_000) == 2
+    assert log.offset_for_time("t", 0, 3_001) == 3
+    assert log.offset_for_time("t", 0, 99_000) is None
+
+
+def test_log_append_time_topics_stamp_records(log: ObjectLog) -> None:
+    log.create_topic("t", config={"message.timestamp.type": "LogAppendTime"})
+    before = time.time_ns() // 1_000_000
+    with log.producer() as producer:
+        md = producer.send("t", b"v", timestamp_ms=5).result()
+    [record] = log.fetch("t", 0, 0).records
+    assert (
+        record.timestamp_type == 1
+        and record.timestamp >= before
+        and md.timestamp == record.timestamp
+    )
+
+
+def test_bad_records_are_rejected_and_nothing_is_stored(log: ObjectLog) -> None:
+    log.create_topic("t", partitions=2, config={"max.message.bytes": "100"})
+    with log.producer() as producer:
+        with pytest.raises(RecordTooLarge):
+            producer.send("t", b"x" * 101).result()
+        with pytest.raises(UnknownPartition):
+            producer.send("t", b"x", partition=2).result()
+        with pytest.raises(TopicNotFound):
+            producer.send("missing", b"x").result()
+        with pytest.raises(InvalidTopicName):
+            producer.send("bad name", b"x")
+        with pytest.raises(InvalidRequest):
+            producer.send("t", 12345)  # type: ignore[arg-type]
+        with pytest.raises(InvalidRequest):
+            producer.send("t", b"x", partition=-1)
+        ok = producer.send("t", b"x" * 100, partition=0).result()
+    assert ok.offset == 0
+    assert [p.high_watermark for p in log.describe_topic("t").partitions] == [1, 0]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(offset=-1),
+        dict(partition=-1),
+        dict(max_bytes=0),
+        dict(max_records=0),
+        dict(max_wait_ms=-5),
+    ],
+)
+def test_bad_fetch_arguments(log: ObjectLog, kwargs: dict) -> None:
+    log.create_topic("t")
+    args = dict(partition=0, offset=0) | kwargs
+    with pytest.raises(InvalidRequest):
+        log.fetch("t", **args)
+
+
+def test_fetch_unknown_topic_and_partition(log: ObjectLog) -> None:
+    log.create_topic("t")
+    with pytest.raises(TopicNotFound):
+        log.fetch("missing", 0, 0)
+    with pytest.raises(UnknownPartition):
+        log.fetch("t", 1, 0)
+
+
+def test_columnar_batch_path(log: ObjectLog) -> None:
+    log.create_topic("t", partitions=3)
+    count = 3000
+    table = pa.table(
+        {
+            "key": pa.array([b"k%d" % (i % 100) for i in range(count)], pa.binary()),
+            "value": pa.array([b"v%d" % i for i in range(count)], pa.binary()),
+            "timestamp": pa.array(range(count), pa.int64()),
+        }
+    )
+    with log.producer() as producer:
+        result = producer.send_table("t", table)
+    assert result.partitions.tolist() == [
+        partition_for_key(b"k%d" % (i % 100), 3) for i in range(count)
+    ]
+    for partition in range(3):
+        records = read_all(log, "t", partition)
+        rows = [i for i in range(count) if result.partitions[i] == partition]
+        assert [r.value for r in records] == [b"v%d" % i for i in rows]
+        assert [r.offset for r in records] == sorted(result.offsets[rows].tolist())
+        assert [r.timestamp for r in records] == rows
+
+
+def test_fetch_many_reads_partitions_together(log: ObjectLog) -> None:
+    log.create_topic("t", partitions=4)
+    with log.producer() as producer:
+        for p in range(4):
+            for i in range(p + 1):
+                producer.send("t", b"%d-%d" % (p, i), partition=p)
+        producer.flush()
+    results = log.fetch_many([FetchRequest("t", p, 0) for p in range(4)])
+    assert [len(r) for r in results] == [1, 2, 3, 4]
+    assert [r.records[-1].value for r in results] == [b"0-0", b"1-1", b"2-2", b"3-3"]
+
+
+def test_without_idempotence_still_round_trips(log: ObjectLog) -> None:
+    log.create_topic("t")
+    with log.producer(enable_idempotence=False) as producer:
+        offsets = [producer.send("t", b"%d" % i).result().offset for i in range(3)]
+    assert offsets == [0, 1, 2]
+    assert log.metadata.get_head("t", 0).producers == {}
