@@ -76,7 +76,8 @@ def make_session(config: Config) -> boto3.Session:
 
 def _client(session: boto3.Session, service: str, **kwargs: Any) -> Any:
     with _SESSIONS_LOCK:  # creating clients from one session is not thread-safe
-        return session.client(service, **kwargs)
+        make_client: Any = session.client
+        return make_client(service, **kwargs)
 
 
 def s3_client(config: Config, session: boto3.Session | None = None) -> Any:
