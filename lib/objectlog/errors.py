@@ -13,6 +13,7 @@ class ErrorKind(Enum):
     CONFLICT = 409
     OUT_OF_RANGE = 416
     TOO_LARGE = 413
+    UNSUPPORTED_MEDIA_TYPE = 415
     RETRIABLE = 503
     UNKNOWN_OUTCOME = 504
     FATAL = 500
@@ -147,3 +148,9 @@ class HorizonPassed(ObjectLogError):
     """The object is older than the partition's GC horizon: upload it again, then commit."""
 
     kind = ErrorKind.RETRIABLE
+
+
+class UnsupportedContentType(ObjectLogError):
+    """The request's Content-Type is not one this route takes."""
+
+    kind = ErrorKind.UNSUPPORTED_MEDIA_TYPE

@@ -1,0 +1,1 @@
+"""The HTTP API: Powertools resolvers for the produce and fetch Lambda functions."""
