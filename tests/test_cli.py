@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -88,11 +89,20 @@ def _free_port() -> int:
 
 
 def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
-    port = _free_port()
+    port, api_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
     env["PYTHONUNBUFFERED"] = "1"
     process = subprocess.Popen(
-        [sys.executable, "-m", "objectlog.cli", "dev", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "objectlog.cli",
+            "dev",
+            "--port",
+            str(port),
+            "--api-port",
+            str(api_port),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -102,12 +112,16 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
         assert process.stdout is not None
         banner = process.stdout.readline()
         assert f"127.0.0.1:{port}" in banner
+        assert f"127.0.0.1:{api_port}" in process.stdout.readline()
         endpoint = f"http://127.0.0.1:{port}"
         with ObjectLog.connect(s3_endpoint=endpoint, dynamodb_endpoint=endpoint) as log:
             log.create_topic("hello")
             with log.producer() as producer:
                 assert producer.send("hello", b"world").result().offset == 0
             assert log.fetch("hello", 0, 0).records[0].value == b"world"
+        api = f"http://127.0.0.1:{api_port}/topics/hello/partitions/0/records?offset=0"
+        with urllib.request.urlopen(api) as response:
+            assert json.load(response)["records"][0]["value"] == "d29ybGQ="
     finally:
         process.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 10

@@ -64,12 +64,14 @@ def _log(ctx: click.Context) -> ObjectLog:
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=4566, show_default=True, type=int)
+@click.option("--port", default=4566, show_default=True, type=int, help="AWS endpoint port")
+@click.option("--api-port", default=8080, show_default=True, type=int, help="HTTP API port")
 @click.pass_context
 @clear_errors
-def dev(ctx: click.Context, host: str, port: int) -> None:
-    """Run the embedded stack (AWS-compatible endpoint) until Ctrl-C."""
+def dev(ctx: click.Context, host: str, port: int, api_port: int) -> None:
+    """Run the embedded stack (AWS endpoint and the HTTP API) until Ctrl-C."""
     from objectlog.embedded import EmbeddedAWS
+    from objectlog.gateway import local_api
 
     server = EmbeddedAWS(host, port).start()
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
@@ -85,12 +87,16 @@ def dev(ctx: click.Context, host: str, port: int) -> None:
         )
     )
     log.ensure_resources()
+    gateway = local_api(lambda: log)
+    api_url = gateway.start(host, api_port)
     click.echo(
         f"objectlog dev: AWS endpoint {server.endpoint_url} (bucket {bucket}, table {table})"
     )
-    click.echo(f"  export AWS_ENDPOINT_URL={server.endpoint_url}")
+    click.echo(f"  HTTP API {api_url} (docs: {api_url}/docs)")
+    click.echo(f"  export AWS_ENDPOINT_URL={server.endpoint_url} OBJECTLOG_API_URL={api_url}")
     click.echo("Ctrl-C to stop.")
     _serve_until_interrupted()
+    gateway.stop()
     server.stop()
 
 

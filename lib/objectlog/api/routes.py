@@ -15,6 +15,8 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, ValidationError
 
+from objectlog.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from objectlog.api.idempotency import IdempotentRunner, Outcome
 from objectlog.api.models import (
     AlterTopicRequest,
     CreateTopicRequest,
@@ -72,6 +74,7 @@ class Services:
     log_factory: Callable[[], ObjectLog]
     _log: ObjectLog | None = None
     _producer: Producer | None = None
+    _idempotency: IdempotentRunner | None = None
 
     @property
     def log(self) -> ObjectLog:
@@ -84,6 +87,12 @@ class Services:
         if self._producer is None:
             self._producer = self.log.producer(linger_ms=0)
         return self._producer
+
+    @property
+    def idempotency(self) -> IdempotentRunner:
+        if self._idempotency is None:
+            self._idempotency = IdempotentRunner(self.log)
+        return self._idempotency
 
     def close(self) -> None:
         if self._producer is not None:
@@ -138,10 +147,14 @@ def produce_router(services: Services) -> Router:
             )
             for i, r in enumerate(request.records)
         ]
-        offsets, status = _produce(services, topic, records)
-        return Response(
-            status, "application/json", ProduceResponse(offsets=[OffsetOut(**o) for o in offsets])
-        )
+
+        def run() -> Outcome:
+            offsets, status = _produce(services, topic, records)
+            return {"status": status, "body": {"offsets": offsets}}
+
+        outcome = _once(router, services, "records", topic, run)
+        body = ProduceResponse(offsets=[OffsetOut(**o) for o in outcome["body"]["offsets"]])
+        return Response(outcome["status"], "application/json", body)
 
     @router.post(
         "/topics/<topic>",
@@ -170,23 +183,43 @@ def produce_router(services: Services) -> Router:
             )
             for i, r in enumerate(request.records)
         ]
-        offsets, status = _produce(services, topic, records)
-        body = {
-            "key_schema_id": None,
-            "value_schema_id": None,
-            "offsets": [
-                {
-                    "partition": o["partition"],
-                    "offset": o["offset"],
-                    "error_code": None if o.get("error") is None else 50002,
-                    "error": o.get("message"),
-                }
-                for o in offsets
-            ],
-        }
-        return Response(status, REST_PROXY_BINARY, json.dumps(body))
+
+        def run() -> Outcome:
+            offsets, status = _produce(services, topic, records)
+            return {"status": status, "body": _rest_proxy_body(offsets)}
+
+        outcome = _once(router, services, "rest-proxy", topic, run)
+        return Response(outcome["status"], REST_PROXY_BINARY, json.dumps(outcome["body"]))
 
     return router
+
+
+def _once(
+    router: Router, services: Services, route: str, topic: str, run: Callable[[], Outcome]
+) -> Outcome:
+    """Run a produce once per Idempotency-Key (when the request carries one)."""
+    event = router.current_event
+    key = event.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return run()
+    body = event.decoded_body or ""
+    return services.idempotency.run(key, route, topic, body, run, router.lambda_context)
+
+
+def _rest_proxy_body(offsets: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "key_schema_id": None,
+        "value_schema_id": None,
+        "offsets": [
+            {
+                "partition": o["partition"],
+                "offset": o["offset"],
+                "error_code": None if o.get("error") is None else 50002,
+                "error": o.get("message"),
+            }
+            for o in offsets
+        ],
+    }
 
 
 def _parse(model: type[ModelT], body: str | None) -> ModelT:
