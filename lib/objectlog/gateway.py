@@ -208,8 +208,11 @@ class LocalGateway:
                 pass
 
         self._server = make_server(host, port, self, threaded=True, request_handler=Quiet)
+        server = self._server
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="local-gateway", daemon=True
+            target=lambda: server.serve_forever(poll_interval=0.05),
+            name="local-gateway",
+            daemon=True,
         )
         self._thread.start()
         return f"http://{host}:{self._server.server_address[1]}"
