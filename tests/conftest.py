@@ -15,6 +15,7 @@ import pytest
 from objectlog import ObjectLog
 from objectlog.config import Config
 from objectlog.embedded import EmbeddedAWS
+from objectlog.gateway import LocalGateway, local_api
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +27,8 @@ def aws_endpoint() -> Iterator[str]:
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    # EMF metrics print one JSON line per invocation; test_http_api turns them back on.
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     server = EmbeddedAWS(port=0).start()
     os.environ["AWS_ENDPOINT_URL"] = server.endpoint_url
     try:
@@ -47,3 +50,16 @@ def log(log_config: Config) -> Iterator[ObjectLog]:
     with ObjectLog(log_config) as objectlog:
         objectlog.ensure_resources()
         yield objectlog
+
+
+@pytest.fixture
+def gateway(log: ObjectLog) -> Iterator[LocalGateway]:
+    gw = local_api(lambda: log)
+    gw.url = gw.start(port=0)  # type: ignore[attr-defined]
+    yield gw
+    gw.stop()
+
+
+@pytest.fixture
+def api(gateway: LocalGateway) -> str:
+    return gateway.url  # type: ignore[attr-defined,no-any-return]

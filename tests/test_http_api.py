@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,26 +11,13 @@ import requests
 
 from objectlog import ObjectLog
 from objectlog.api.routes import FETCH, PRODUCE, ROUTES
-from objectlog.gateway import LambdaContext, LocalGateway, local_api
+from objectlog.gateway import LambdaContext, LocalGateway
 
 EVENTS = Path(__file__).parent / "events"
 
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-@pytest.fixture
-def gateway(log: ObjectLog) -> Iterator[LocalGateway]:
-    gw = local_api(lambda: log)
-    gw.url = gw.start(port=0)  # type: ignore[attr-defined]
-    yield gw
-    gw.stop()
-
-
-@pytest.fixture
-def api(gateway: LocalGateway) -> str:
-    return gateway.url  # type: ignore[attr-defined,no-any-return]
 
 
 def high_watermarks(log: ObjectLog, topic: str) -> list[int]:
@@ -349,3 +335,21 @@ def test_handler_runs_on_a_sample_api_gateway_event(log: ObjectLog) -> None:
         )["statusCode"]
         == 200
     )
+
+
+def test_produce_emits_emf_metrics(log: ObjectLog, monkeypatch, capsys) -> None:
+    from objectlog.api.app import lambda_handler
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    log.create_topic("orders")
+    handler = lambda_handler(PRODUCE, lambda: log)
+    event = json.loads((EVENTS / "produce_records.json").read_text())
+    capsys.readouterr()
+    assert handler(event, LambdaContext(function_name="objectlog-produce"))["statusCode"] == 200
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert emf, "no EMF metrics printed"
+    names = {
+        m["Name"] for doc in emf for d in doc["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]
+    }
+    assert {"records", "bytes", "commit_retries", "requests", "latency"} <= names
+    assert emf[-1]["records"] == [1.0] and emf[-1]["function"] == "produce"

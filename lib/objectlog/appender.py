@@ -116,6 +116,12 @@ class Appender:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
 
+    def last_sequence(self, topic: str, partition: int, producer_id: str) -> int | None:
+        """The producer's last committed sequence on the partition, as its head records it."""
+        head = self.metadata.get_head(topic, partition)
+        state = head.producers.get(producer_id) if head else None
+        return state.sequence if state else None
+
     def append(
         self, batches: Sequence[PartitionBatch], producer_id: str | None
     ) -> list[AppendOutcome]:

@@ -17,6 +17,7 @@ import click
 from objectlog.config import Config
 from objectlog.errors import ObjectLogError
 from objectlog.fetch import FetchRequest
+from objectlog.http_client import HttpObjectLog
 from objectlog.log import ObjectLog
 from objectlog.producer import RecordFuture
 from objectlog.records import Record
@@ -44,19 +45,33 @@ def clear_errors(command: F) -> F:
 @click.option("--bucket", envvar="OBJECTLOG_BUCKET", default="objectlog", show_default=True)
 @click.option("--table", envvar="OBJECTLOG_TABLE", default="objectlog", show_default=True)
 @click.option("--prefix", envvar="OBJECTLOG_PREFIX", default="")
+@click.option(
+    "--api-url",
+    envvar="OBJECTLOG_API_URL",
+    help="use the HTTP API at this URL instead of S3 and DynamoDB directly",
+)
 @click.pass_context
 def main(
-    ctx: click.Context, endpoint_url: str | None, bucket: str, table: str, prefix: str
+    ctx: click.Context,
+    endpoint_url: str | None,
+    bucket: str,
+    table: str,
+    prefix: str,
+    api_url: str | None,
 ) -> None:
     """objectlog: a serverless, Kafka-style log on S3 and DynamoDB."""
     overrides: dict[str, Any] = {"bucket": bucket, "table": table, "prefix": prefix}
     if endpoint_url:
         overrides.update(s3_endpoint=endpoint_url, dynamodb_endpoint=endpoint_url)
-    ctx.obj = lambda: ObjectLog(Config.from_env(**overrides))
+    if api_url and ctx.invoked_subcommand != "dev":
+        ctx.obj = lambda: HttpObjectLog(api_url)
+    else:
+        ctx.obj = lambda: ObjectLog(Config.from_env(**overrides))
 
 
-def _log(ctx: click.Context) -> ObjectLog:
-    return ctx.obj()
+def _log(ctx: click.Context) -> ObjectLog | HttpObjectLog:
+    log: ObjectLog | HttpObjectLog = ctx.obj()
+    return log
 
 
 # ---- dev ---------------------------------------------------------------------------------
@@ -270,7 +285,7 @@ def _format(record: Record, fmt: str, print_key: bool) -> str:
 
 
 def _consume(
-    log: ObjectLog, positions: dict[int, int], topic: str, timeout_s: float
+    log: ObjectLog | HttpObjectLog, positions: dict[int, int], topic: str, timeout_s: float
 ) -> Iterator[Record]:
     idle_since = time.monotonic()
     while True:

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from objectlog import aws
 from objectlog.appender import Appender
@@ -31,6 +31,9 @@ from objectlog.topics import (
 )
 
 TOPIC_CACHE_TTL_S = 10.0
+
+if TYPE_CHECKING:
+    from objectlog.http_client import HttpObjectLog
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,22 @@ class ObjectLog:
         self._range_reader: AsyncRangeReader | None = None
         self._reader: Reader | None = None
 
+    @overload
     @classmethod
-    def connect(cls, **overrides: Any) -> ObjectLog:
-        """Connect using the environment (AWS_ENDPOINT_URL, OBJECTLOG_BUCKET, ...)."""
+    def connect(cls, api_url: None = None, **overrides: Any) -> ObjectLog: ...
+
+    @overload
+    @classmethod
+    def connect(cls, api_url: str, **overrides: Any) -> HttpObjectLog: ...
+
+    @classmethod
+    def connect(cls, api_url: str | None = None, **overrides: Any) -> ObjectLog | HttpObjectLog:
+        """Connect using the environment (AWS_ENDPOINT_URL, OBJECTLOG_BUCKET, ...), or to the
+        HTTP API at api_url (SigV4-signed unless it is on loopback)."""
+        if api_url is not None:
+            from objectlog.http_client import HttpObjectLog
+
+            return HttpObjectLog(api_url, **overrides)
         return cls(Config.from_env(**overrides))
 
     def ensure_resources(self) -> None:

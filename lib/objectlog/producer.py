@@ -14,15 +14,15 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from objectlog.appender import AppendOutcome, PartitionBatch
+from objectlog.appender import AppendOutcome, AppendStats, PartitionBatch
 from objectlog.errors import (
     InvalidRequest,
     ObjectLogError,
@@ -37,8 +37,30 @@ from objectlog.records import HeadersInput, RecordMetadata, normalize_headers
 from objectlog.segment import HEADER_TYPE, slice_table
 from objectlog.topics import LOG_APPEND_TIME, Topic, validate_topic_name
 
-if TYPE_CHECKING:
-    from objectlog.log import ObjectLog
+
+class BatchAppender(Protocol):
+    """Writes flushes: the S3/DynamoDB Appender, or the HTTP API's."""
+
+    stats: AppendStats
+
+    def append(
+        self, batches: Sequence[PartitionBatch], producer_id: str | None
+    ) -> list[AppendOutcome]: ...
+
+    def last_sequence(self, topic: str, partition: int, producer_id: str) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class ProducerHost(Protocol):
+    """What a Producer needs from its log: direct (ObjectLog) or over HTTP (HttpObjectLog)."""
+
+    def topic(self, name: str, *, fresh: bool = False) -> Topic: ...
+
+    def forget_topic(self, name: str) -> None: ...
+
+    def new_appender(self, *, compression: str = "none") -> BatchAppender: ...
+
 
 logger = logging.getLogger(__name__)
 RECORD_OVERHEAD = 64  # bytes a record costs beyond key and value, for batch accounting
@@ -116,7 +138,7 @@ class BatchResult:
 class Producer:
     def __init__(
         self,
-        log: ObjectLog,
+        log: ProducerHost,
         *,
         linger_ms: int = 5,
         batch_bytes: int = 1 << 20,
@@ -453,9 +475,8 @@ class Producer:
     def _sequence_for(self, batch: PartitionBatch) -> int:
         key = (batch.topic.name, batch.partition)
         if key in self._resync and self.producer_id is not None:
-            head = self.log.metadata.get_head(*key)
-            state = head.producers.get(self.producer_id) if head else None
-            self._sequences[key] = state.sequence + 1 if state else self._sequences.get(key, 0)
+            last = self.appender.last_sequence(*key, self.producer_id)
+            self._sequences[key] = last + 1 if last is not None else self._sequences.get(key, 0)
             self._resync.discard(key)
         return self._sequences.get(key, 0)
 

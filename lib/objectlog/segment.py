@@ -148,3 +148,30 @@ def table_to_records(table: pa.Table) -> list[Record]:
         )
         for i in range(table.num_rows)
     ]
+
+
+def records_table(
+    *,
+    topics: list[str],
+    partitions: list[int],
+    offsets: list[int],
+    timestamps: list[int],
+    timestamp_types: list[int],
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    headers: list[list[dict[str, object]]],
+) -> pa.Table:
+    """A table in the segment schema from per-record columns (absolute offsets)."""
+    return pa.Table.from_arrays(
+        [
+            pa.array(keys, type=pa.binary()),
+            pa.array(values, type=pa.binary()),
+            pa.array(topics, type=pa.string()).dictionary_encode().cast(SCHEMA.field("topic").type),
+            pa.array(partitions, type=pa.int32()),
+            pa.array(offsets, type=pa.int64()),
+            _timestamp_array(timestamps),
+            pa.array(timestamp_types, type=pa.int32()),
+            pa.array(headers, type=HEADER_TYPE),
+        ],
+        schema=SCHEMA,
+    )

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
@@ -31,15 +31,12 @@ from objectlog.api.routes import (
     produce_router,
     topic_admin_router,
 )
+from objectlog.api.telemetry import logger, metrics, tracer
 from objectlog.errors import ObjectLogError
 from objectlog.log import ObjectLog
 
-SERVICE = "objectlog"
 TITLE = "objectlog HTTP API"
 API_VERSION = "1.0.0"
-logger = Logger(service=SERVICE)
-metrics = Metrics(namespace="objectlog", service=SERVICE)
-tracer = Tracer(service=SERVICE)
 
 
 def route_pattern(path: str) -> re.Pattern[str]:
@@ -165,9 +162,17 @@ def lambda_handler(
     @metrics.log_metrics
     @tracer.capture_lambda_handler
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        metrics.add_dimension(name="function", value=function)
+        metrics.add_metadata(key="function", value=function)
+        started = time.perf_counter()
         result = app.resolve(event, context)
         metrics.add_metric(name="requests", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(
+            name="latency",
+            unit=MetricUnit.Milliseconds,
+            value=(time.perf_counter() - started) * 1000,
+        )
+        if result.get("statusCode", 200) >= 500:
+            metrics.add_metric(name="errors", unit=MetricUnit.Count, value=1)
         return result
 
     handler.app = app  # type: ignore[attr-defined]

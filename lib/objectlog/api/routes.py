@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypeVar
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
 from objectlog.api.idempotency import HEADER as IDEMPOTENCY_HEADER
@@ -31,6 +32,7 @@ from objectlog.api.models import (
     b64decode,
     record_out,
 )
+from objectlog.api.telemetry import metrics
 from objectlog.errors import (
     InvalidRequest,
     ObjectLogError,
@@ -254,8 +256,20 @@ def _produce(
                 field=f"records[{i}]",
             )
     producer = services.producer
+    retries_before = producer.stats.commit_retries
     futures = [producer.send(topic, **record) for record in records]
     producer.flush()
+    metrics.add_metric(name="records", unit=MetricUnit.Count, value=len(records))
+    metrics.add_metric(
+        name="bytes",
+        unit=MetricUnit.Bytes,
+        value=sum(len(r["key"] or b"") + len(r["value"] or b"") for r in records),
+    )
+    metrics.add_metric(
+        name="commit_retries",
+        unit=MetricUnit.Count,
+        value=producer.stats.commit_retries - retries_before,
+    )
     offsets: list[dict[str, Any]] = []
     first_error: ObjectLogError | None = None
     for record, future in zip(records, futures, strict=True):
