@@ -339,7 +339,9 @@ def test_handler_runs_on_a_sample_api_gateway_event(log: ObjectLog) -> None:
 
 def test_produce_emits_emf_metrics(log: ObjectLog, monkeypatch, capsys) -> None:
     from objectlog.api.app import lambda_handler
+    from objectlog.api.telemetry import metrics
 
+    metrics.clear_metrics()  # what earlier tests recorded while metrics were disabled
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     log.create_topic("orders")
     handler = lambda_handler(PRODUCE, lambda: log)
