@@ -120,8 +120,7 @@ class ObjectLog:
             created_ms=self.clock.now_ms(),
         )
         self.metadata.put_new_topic(topic)
-        for partition in range(topic.partitions):
-            self.metadata.put_head(topic, partition)
+        self.metadata.put_heads(topic, range(topic.partitions))
         self.metadata.set_topic_state(topic.name, ACTIVE)
         self.metadata.register(topic.name)
         return topic
@@ -189,8 +188,7 @@ class ObjectLog:
                 f"topic {name!r} has {topic.partitions} partitions; the new count must be larger",
                 field="partitions",
             )
-        for partition in range(topic.partitions, total):
-            self.metadata.put_head(topic, partition)
+        self.metadata.put_heads(topic, range(topic.partitions, total))
         self.metadata.set_partition_count(name, topic.partitions, total)
         self.forget_topic(name)
         return self.topic(name, fresh=True)
@@ -201,8 +199,7 @@ class ObjectLog:
         if topic is None:
             raise TopicNotFound(f"topic {name!r} does not exist", field="topic")
         self.metadata.set_topic_state(name, DELETING)
-        for partition in range(topic.partitions):
-            self.metadata.delete_head(name, partition)
+        self.metadata.delete_heads(name, range(topic.partitions))
         self.metadata.unregister(name)
         self.metadata.delete_topic_item(name)
         self.forget_topic(name)

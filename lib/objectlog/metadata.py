@@ -40,6 +40,7 @@ CREATING = "CREATING"
 DELETING = "DELETING"
 REGISTRY_KEY = {"pk": {"S": "topics"}, "sk": {"S": "index"}}
 BATCH_GET_LIMIT = 100
+BATCH_WRITE_LIMIT = 25
 
 
 def topic_key(name: str) -> dict[str, Any]:
@@ -303,8 +304,24 @@ class DynamoMetadata:
 
     # ---- heads -------------------------------------------------------------------------
 
-    def put_head(self, topic: Topic, partition: int) -> None:
-        item = {
+    def put_heads(self, topic: Topic, partitions: Iterable[int]) -> None:
+        """Write fresh heads, 25 per BatchWriteItem (topic creation is not a hot path)."""
+        self._batch_write([{"PutRequest": {"Item": self._new_head(topic, p)}} for p in partitions])
+
+    def delete_heads(self, topic: str, partitions: Iterable[int]) -> None:
+        self._batch_write([{"DeleteRequest": {"Key": head_key(topic, p)}} for p in partitions])
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for i in range(0, len(requests), BATCH_WRITE_LIMIT):
+            pending: dict[str, Any] = {self.table: requests[i : i + BATCH_WRITE_LIMIT]}
+            while pending:
+                with translated("BatchWriteItem"):
+                    response = self.client.batch_write_item(RequestItems=pending)
+                pending = response.get("UnprocessedItems") or {}
+
+    @staticmethod
+    def _new_head(topic: Topic, partition: int) -> dict[str, Any]:
+        return {
             **head_key(topic.name, partition),
             "tid": {"S": topic.topic_id},
             "next": _n(0),
@@ -317,12 +334,6 @@ class DynamoMetadata:
             "nbytes": _n(0),
             "ps": {"M": {}},
         }
-        with translated("PutItem head"):
-            self.client.put_item(TableName=self.table, Item=item)
-
-    def delete_head(self, topic: str, partition: int) -> None:
-        with translated("DeleteItem head"):
-            self.client.delete_item(TableName=self.table, Key=head_key(topic, partition))
 
     def get_head(self, topic: str, partition: int) -> PartitionHead | None:
         with translated("GetItem head"):

@@ -25,6 +25,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from objectlog.api.routes import (
     FETCH,
     PRODUCE,
+    REST_PROXY_BINARY,
     ROUTES,
     Services,
     fetch_router,
@@ -151,6 +152,36 @@ def _request_id(app: APIGatewayHttpResolver) -> str:
     )
 
 
+ACCEPTED_BODY_TYPES = ("application/json", REST_PROXY_BINARY)
+
+
+def unsupported_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A 415 for a body this API cannot take, before Powertools' validation parses it.
+
+    The API takes JSON (and the REST Proxy's binary JSON); Powertools would otherwise try
+    form or multipart parsing and fail with a 500 on a malformed content type.
+    """
+    if not event.get("body"):
+        return None
+    headers = event.get("headers") or {}
+    media_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
+    if media_type in ACCEPTED_BODY_TYPES:
+        return None
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(
+            {
+                "error": "UnsupportedContentType",
+                "message": f"Content-Type {media_type or '(none)'} is not accepted; "
+                "send application/json",
+                "field": "content-type",
+            }
+        ),
+        "isBase64Encoded": False,
+    }
+
+
 def lambda_handler(
     function: str, log_factory: Callable[[], ObjectLog] = ObjectLog.connect
 ) -> Callable[..., Any]:
@@ -164,7 +195,7 @@ def lambda_handler(
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_metadata(key="function", value=function)
         started = time.perf_counter()
-        result = app.resolve(event, context)
+        result = unsupported_body(event) or app.resolve(event, context)
         metrics.add_metric(name="requests", unit=MetricUnit.Count, value=1)
         metrics.add_metric(
             name="latency",

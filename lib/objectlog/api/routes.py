@@ -41,7 +41,7 @@ from objectlog.errors import (
 )
 from objectlog.log import ObjectLog
 from objectlog.producer import Producer
-from objectlog.topics import validate_topic_name
+from objectlog.topics import PartitionInfo, TopicDescription, validate_topic_name
 
 PRODUCE = "produce"
 FETCH = "fetch"
@@ -109,7 +109,8 @@ def topic_admin_router(services: Services) -> Router:
     @router.post("/topics", summary="Create a topic", responses={201: {"description": "created"}})
     def create_topic(request: Annotated[CreateTopicRequest, Body()]) -> Response[TopicOut]:
         topic = services.log.create_topic(request.name, request.partitions, request.config)
-        body = TopicOut.model_validate(services.log.describe_topic(topic.name).to_dict())
+        empty = [PartitionInfo(p, 0, 0, 0, 0) for p in range(topic.partitions)]
+        body = TopicOut.model_validate(TopicDescription(topic, empty).to_dict())
         return Response(201, "application/json", body)
 
     @router.patch("/topics/<topic>", summary="Alter a topic's config or grow its partitions")
