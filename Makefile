@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test pytest lint bench bench-long clean
+.PHONY: install prereqs run test pytest lint bench bench-long clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
@@ -23,7 +23,14 @@ install: $(STAMP)
 run: install
 	$(BIN)/objectlog dev
 
-test: install lint pytest
+test: install prereqs lint pytest
+
+# Debian's Chromium renders /docs in tests/test_docs_ui.py.
+prereqs:
+	@command -v chromium >/dev/null || { \
+		echo "Chromium is missing: installing Debian's chromium package"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| { echo "error: could not install chromium (needed by tests/test_docs_ui.py); install it and re-run" >&2; exit 1; }; }
 
 pytest: install
 	$(BIN)/python -m pytest
