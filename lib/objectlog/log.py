@@ -70,6 +70,9 @@ class ObjectLog:
         self._topics: dict[str, tuple[float, Topic]] = {}
         self._topics_lock = threading.Lock()
         self._range_reader: AsyncRangeReader | None = None
+        # Several slices are read concurrently through aioboto3; False reads them one by one
+        # through the boto3 client (whose botocore event hooks the fault tests use).
+        self.concurrent_reads = True
         self._reader: Reader | None = None
 
     @overload
@@ -241,8 +244,8 @@ class ObjectLog:
     def _read_many(self, ranges: Sequence[tuple[str, int, int]]) -> list[Any]:
         if not isinstance(self.store, S3ObjectStore):
             return [self._read_one(*r) for r in ranges]
-        if len(ranges) == 1:
-            return [self._read_one(*ranges[0])]
+        if len(ranges) == 1 or not self.concurrent_reads:
+            return [self._read_one(*r) for r in ranges]
         if self._range_reader is None:
             self._range_reader = AsyncRangeReader(self.config)
         return self._range_reader.read_many(ranges)

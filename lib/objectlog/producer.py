@@ -14,6 +14,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -164,6 +165,8 @@ class Producer:
         self._wake = threading.Event()
         self._drained = threading.Condition(self._lock)
         self._delivery = _Delivery()
+        self._ready: deque[_Delivery] = deque()  # full deliveries, oldest first
+        self._queued_bytes = 0
         self._flush_now = False
         self._closed = False
         self._known_topics: set[str] = set()
@@ -200,9 +203,11 @@ class Producer:
         with self._lock:
             if self._closed:
                 raise ProducerClosed("the producer is closed")
+            if self._queued_bytes + size > self.buffer_memory:
+                self._wait_for_room(size)
             delivery = self._delivery
-            if delivery.bytes + size > self.buffer_memory:
-                delivery = self._wait_for_room(size)
+            if delivery.bytes + size > self.batch_bytes and delivery.records:
+                delivery = self._seal_current()
             future = RecordFuture(delivery)
             if not delivery.records:
                 delivery.first_at = time.monotonic()
@@ -211,19 +216,30 @@ class Producer:
                 (topic, partition, key, value, headers or None, timestamp_ms, future)
             )
             delivery.bytes += size
+            self._queued_bytes += size
             if delivery.bytes >= self.batch_bytes:
                 self._wake.set()
         return future
+
+    def _seal_current(self) -> _Delivery:
+        """The current delivery is full (batch_bytes): queue it for the sender, start anew."""
+        self._ready.append(self._delivery)
+        self._delivery = _Delivery()
+        self._wake.set()
+        return self._delivery
 
     produce = send
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait until it is acknowledged (or failed)."""
         with self._lock:
-            delivery = self._delivery
-            if not delivery.records:
+            if self._delivery.records:
+                delivery = self._delivery  # the sender takes full ones first, then this
+                self._flush_now = True
+            elif self._ready:
+                delivery = self._ready[-1]
+            else:
                 return
-            self._flush_now = True
         self._wake.set()
         if not delivery.event.wait(timeout):
             raise TimeoutError("flush did not complete within the timeout")
@@ -341,17 +357,16 @@ class Producer:
 
     # ---- the sender thread -------------------------------------------------------------
 
-    def _wait_for_room(self, size: int) -> _Delivery:
+    def _wait_for_room(self, size: int) -> None:
         deadline = time.monotonic() + self.max_block_s
         self._wake.set()
-        while self._delivery.bytes + size > self.buffer_memory and self._delivery.records:
+        while self._queued_bytes + size > self.buffer_memory and self._queued_bytes:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise StorageUnavailable(
                     f"buffer_memory ({self.buffer_memory} bytes) stayed full for max_block_ms"
                 )
             self._drained.wait(remaining)
-        return self._delivery
 
     def _run(self) -> None:
         while True:
@@ -373,6 +388,8 @@ class Producer:
     def _next_delivery(self) -> _Delivery | None:
         while True:
             with self._lock:
+                if self._ready:
+                    return self._ready.popleft()
                 delivery = self._delivery
                 if delivery.records:
                     waited = time.monotonic() - delivery.first_at
@@ -384,7 +401,6 @@ class Producer:
                     ):
                         self._delivery = _Delivery()
                         self._flush_now = False
-                        self._drained.notify_all()
                         return delivery
                     timeout: float | None = self.linger_s - waited
                 elif self._closed:
@@ -395,6 +411,9 @@ class Producer:
             self._wake.wait(timeout)
 
     def _settle_delivery(self, delivery: _Delivery) -> None:
+        with self._lock:
+            self._queued_bytes -= delivery.bytes
+            self._drained.notify_all()
         with delivery.lock:
             delivery.event.set()
         for record in delivery.records:
