@@ -52,3 +52,21 @@ def test_sticky_partitioner_sticks_until_the_next_batch() -> None:
         seen.add(sticky.partition("t", 8))
     assert len(seen) > 1
     assert all(0 <= p < 8 for p in seen)
+
+
+def test_arrow_fixed_and_variable_length_keys_agree_with_the_scalar_path() -> None:
+    import pyarrow as pa
+
+    from objectlog.partitioner import partitions_for_key_array
+
+    fixed = [b"id-%08d" % i for i in range(1000)]
+    sliced = pa.array([b"x" * 11] * 5 + fixed, pa.binary()).slice(5)
+    assert partitions_for_key_array(sliced, 7).tolist() == [partition_for_key(k, 7) for k in fixed]
+    mixed = [b"a", None, b"longer-key", b""]
+    got = partitions_for_key_array(pa.array(mixed, pa.binary()), 5).tolist()
+    assert got == [
+        partition_for_key(b"a", 5),
+        -1,
+        partition_for_key(b"longer-key", 5),
+        partition_for_key(b"", 5),
+    ]

@@ -264,3 +264,17 @@ def test_without_idempotence_still_round_trips(log: ObjectLog) -> None:
         offsets = [producer.send("t", b"%d" % i).result().offset for i in range(3)]
     assert offsets == [0, 1, 2]
     assert log.metadata.get_head("t", 0).producers == {}
+
+
+def test_produce_with_on_delivery_callbacks(log: ObjectLog) -> None:
+    log.create_topic("t", config={"max.message.bytes": "10"})
+    outcomes: list = []
+    with log.producer() as producer:
+        producer.produce("t", b"ok", on_delivery=lambda err, md: outcomes.append((err, md)))
+        producer.produce("t", b"x" * 11, on_delivery=lambda err, md: outcomes.append((err, md)))
+        producer.produce("t", b"plain")
+        producer.flush()
+    ok = next(md for err, md in outcomes if err is None)
+    failed = next(err for err, md in outcomes if err is not None)
+    assert ok.offset == 0 and isinstance(failed, RecordTooLarge)
+    assert [r.value for r in log.fetch("t", 0, 0).records] == [b"ok", b"plain"]

@@ -49,6 +49,10 @@ def botocore_config(
         max_pool_connections=pool,
         s3={"addressing_style": "path"} if config.s3_endpoint else None,
         tcp_keepalive=True,
+        # Segments are written once with If-None-Match; skip the extra checksum pass over each
+        # body unless the operation requires one (SigV4 still signs the payload hash).
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
     )
 
 

@@ -14,7 +14,7 @@ from objectlog.metadata import DynamoMetadata, PartitionHead
 from objectlog.storage import ObjectStore
 
 # A head holds at most TAIL_MAX refs before whoever notices spills all but TAIL_KEEP of them.
-TAIL_MAX = 12
+TAIL_MAX = 16
 TAIL_KEEP = 2
 # The newest manifest absorbs spills until it holds this many refs; then a new one starts.
 MANIFEST_MAX_REFS = 512

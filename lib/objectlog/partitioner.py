@@ -12,6 +12,7 @@ import random
 from functools import lru_cache
 
 import numpy as np
+import pyarrow as pa
 
 SEED = 0x9747B28C
 M = 0x5BD1E995
@@ -69,6 +70,29 @@ def partitions_for_keys(keys: list[bytes], partitions: int) -> np.ndarray:
         hashes = murmur2_fixed_length(block.reshape(len(indexes), length))
         out[indexes] = (hashes & np.uint32(0x7FFFFFFF)).astype(np.int64) % partitions
     return out
+
+
+def partitions_for_key_array(keys: pa.Array, partitions: int) -> np.ndarray:
+    """partition_for_key over an Arrow binary array; nulls get -1 (the caller decides)."""
+    keys = keys.cast(pa.binary())
+    count = len(keys)
+    if count == 0:
+        return np.empty(0, dtype=np.int64)
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[
+        keys.offset : keys.offset + count + 1
+    ]
+    lengths = np.diff(offsets)
+    if keys.null_count == 0 and (lengths == lengths[0]).all():
+        # Fixed-length keys (ids, zero-padded numbers): hash straight from the Arrow buffer.
+        width = int(lengths[0])
+        data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
+        rows = data[offsets[0] : offsets[0] + width * count].reshape(count, width)
+        hashes = murmur2_fixed_length(rows)
+        return ((hashes & np.uint32(0x7FFFFFFF)).astype(np.int64)) % partitions
+    result = partitions_for_keys([k or b"" for k in keys.to_pylist()], partitions)
+    if keys.null_count:
+        result[np.asarray(keys.is_null())] = -1
+    return result
 
 
 def murmur2_fixed_length(rows: np.ndarray) -> np.ndarray:

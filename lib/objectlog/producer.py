@@ -33,7 +33,7 @@ from objectlog.errors import (
     UnknownOutcome,
     UnknownPartition,
 )
-from objectlog.partitioner import StickyPartitioner, partition_for_key, partitions_for_keys
+from objectlog.partitioner import StickyPartitioner, partition_for_key, partitions_for_key_array
 from objectlog.records import HeadersInput, RecordMetadata, normalize_headers
 from objectlog.segment import HEADER_TYPE, slice_table
 from objectlog.topics import LOG_APPEND_TIME, Topic, validate_topic_name
@@ -72,48 +72,43 @@ def new_producer_id() -> str:
 
 
 class RecordFuture:
-    """The outcome of one send(): result() blocks until the record is acknowledged."""
+    """The outcome of one send(): result() blocks until the record is acknowledged.
 
-    __slots__ = ("_callbacks", "_delivery", "_error", "_metadata")
+    It holds only its delivery and position (send() creates one per record, so it stays
+    small); the sender writes outcomes into the delivery.
+    """
 
-    def __init__(self, delivery: _Delivery) -> None:
+    __slots__ = ("_delivery", "_position")
+
+    def __init__(self, delivery: _Delivery, position: int) -> None:
         self._delivery = delivery
-        self._metadata: RecordMetadata | None = None
-        self._error: ObjectLogError | None = None
-        self._callbacks: list[Callable[[RecordFuture], Any]] | None = None
+        self._position = position
 
     def done(self) -> bool:
         return self._delivery.event.is_set()
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        if not self._delivery.event.wait(timeout):
+        delivery = self._delivery
+        if not delivery.event.wait(timeout):
             raise TimeoutError("record not acknowledged within the timeout")
-        if self._error is not None:
-            raise self._error
-        assert self._metadata is not None
-        return self._metadata
+        error = delivery.errors.get(self._position)
+        if error is not None:
+            raise error
+        return delivery.metadata[self._position]
 
     get = result  # kafka-python's name
 
     def exception(self, timeout: float | None = None) -> ObjectLogError | None:
         self._delivery.event.wait(timeout)
-        return self._error
+        return self._delivery.errors.get(self._position)
 
     def add_done_callback(self, callback: Callable[[RecordFuture], Any]) -> None:
-        if self.done():
-            callback(self)
-            return
-        with self._delivery.lock:
-            if not self._delivery.event.is_set():
-                if self._callbacks is None:
-                    self._callbacks = []
-                self._callbacks.append(callback)
+        delivery = self._delivery
+        with delivery.lock:
+            if not delivery.event.is_set():
+                delivery.callbacks.append((self, callback))
                 return
         callback(self)
-
-    def _settle(self, metadata: RecordMetadata | None, error: ObjectLogError | None) -> None:
-        self._metadata = metadata
-        self._error = error
 
 
 @dataclass
@@ -122,6 +117,13 @@ class _Delivery:
 
     records: list[tuple[Any, ...]] = field(default_factory=list)
     bytes: int = 0
+    # send() takes its slow path when bytes would pass this: -1 until the first record.
+    limit: int = -1
+    metadata: list[RecordMetadata] = field(default_factory=list)
+    errors: dict[int, ObjectLogError] = field(default_factory=dict)
+    callbacks: list[tuple[RecordFuture, Callable[[RecordFuture], Any]]] = field(
+        default_factory=list
+    )
     first_at: float = 0.0
     event: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -166,7 +168,6 @@ class Producer:
         self._drained = threading.Condition(self._lock)
         self._delivery = _Delivery()
         self._ready: deque[_Delivery] = deque()  # full deliveries, oldest first
-        self._queued_bytes = 0
         self._flush_now = False
         self._closed = False
         self._known_topics: set[str] = set()
@@ -185,6 +186,35 @@ class Producer:
         timestamp_ms: int | None = None,
     ) -> RecordFuture:
         """Queue a record; the future resolves to its RecordMetadata once committed."""
+        return RecordFuture(*self._enqueue(topic, value, key, headers, partition, timestamp_ms))
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        headers: HeadersInput = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        on_delivery: Callable[[ObjectLogError | None, RecordMetadata | None], Any] | None = None,
+    ) -> None:
+        """Queue a record without a future, as confluent-kafka's produce(): the outcome goes to
+        ``on_delivery(error, metadata)`` (from the sender thread) if given."""
+        delivery, position = self._enqueue(topic, value, key, headers, partition, timestamp_ms)
+        if on_delivery is not None:
+            RecordFuture(delivery, position).add_done_callback(
+                lambda future: on_delivery(future.exception(), _metadata_or_none(future))
+            )
+
+    def _enqueue(
+        self,
+        topic: str,
+        value: bytes | str | None,
+        key: bytes | str | None,
+        headers: HeadersInput,
+        partition: int | None,
+        timestamp_ms: int | None,
+    ) -> tuple[_Delivery, int]:
         if topic not in self._known_topics:
             self._known_topics.add(validate_topic_name(topic))
         if type(value) is not bytes and value is not None:
@@ -201,34 +231,29 @@ class Producer:
             raise InvalidRequest("timestamp_ms must be a non-negative int", field="timestamp")
         size = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
         with self._lock:
-            if self._closed:
-                raise ProducerClosed("the producer is closed")
-            if self._queued_bytes + size > self.buffer_memory:
-                self._wait_for_room(size)
             delivery = self._delivery
-            if delivery.bytes + size > self.batch_bytes and delivery.records:
-                delivery = self._seal_current()
-            future = RecordFuture(delivery)
-            if not delivery.records:
-                delivery.first_at = time.monotonic()
-                self._wake.set()
-            delivery.records.append(
-                (topic, partition, key, value, headers or None, timestamp_ms, future)
-            )
+            if delivery.bytes + size > delivery.limit:
+                delivery = self._admit(size)  # first record, full batch, or closed
+            records = delivery.records
+            position = len(records)
+            records.append((topic, partition, key, value, headers or None, timestamp_ms, position))
             delivery.bytes += size
-            self._queued_bytes += size
-            if delivery.bytes >= self.batch_bytes:
-                self._wake.set()
-        return future
+        return delivery, position
 
-    def _seal_current(self) -> _Delivery:
-        """The current delivery is full (batch_bytes): queue it for the sender, start anew."""
-        self._ready.append(self._delivery)
-        self._delivery = _Delivery()
+    def _admit(self, size: int) -> _Delivery:
+        """The rare cases of send(), under the lock: closed, a first record, a full batch."""
+        if self._closed:
+            raise ProducerClosed("the producer is closed")
+        delivery = self._delivery
+        if delivery.records:  # full: queue it for the sender and start anew
+            self._ready.append(delivery)
+            self._wake.set()
+            self._wait_for_room(size)
+            delivery = self._delivery = _Delivery()
+        delivery.limit = self.batch_bytes
+        delivery.first_at = time.monotonic()
         self._wake.set()
-        return self._delivery
-
-    produce = send
+        return delivery
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait until it is acknowledged (or failed)."""
@@ -250,6 +275,7 @@ class Producer:
         self.flush(timeout)
         with self._lock:
             self._closed = True
+            self._delivery.limit = -1
         self._wake.set()
         self._sender.join(timeout)
         self.appender.close()
@@ -336,10 +362,9 @@ class Producer:
         keys = columns["key"]
         if keys.null_count == count:
             return np.full(count, self.sticky.partition(info.name, info.partitions), dtype=np.int64)
-        result = partitions_for_keys([k or b"" for k in keys.to_pylist()], info.partitions)
+        result = partitions_for_key_array(keys, info.partitions)
         if keys.null_count:
-            sticky = self.sticky.partition(info.name, info.partitions)
-            result[np.asarray(keys.is_null())] = sticky
+            result[result < 0] = self.sticky.partition(info.name, info.partitions)
         return result
 
     @staticmethod
@@ -360,7 +385,7 @@ class Producer:
     def _wait_for_room(self, size: int) -> None:
         deadline = time.monotonic() + self.max_block_s
         self._wake.set()
-        while self._queued_bytes + size > self.buffer_memory and self._queued_bytes:
+        while self._ready and sum(d.bytes for d in self._ready) + size > self.buffer_memory:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise StorageUnavailable(
@@ -373,6 +398,7 @@ class Producer:
             delivery = self._next_delivery()
             if delivery is None:
                 return
+            delivery.metadata = [None] * len(delivery.records)  # type: ignore[list-item]
             try:
                 self._deliver(delivery)
             except Exception as e:  # never let the sender die silently
@@ -380,8 +406,8 @@ class Producer:
                 error = (
                     e if isinstance(e, ObjectLogError) else UnknownOutcome(f"sender failed: {e}")
                 )
-                for record in delivery.records:
-                    record[-1]._settle(None, error)
+                for position in range(len(delivery.records)):
+                    delivery.errors[position] = error
             finally:
                 self._settle_delivery(delivery)
 
@@ -412,17 +438,14 @@ class Producer:
 
     def _settle_delivery(self, delivery: _Delivery) -> None:
         with self._lock:
-            self._queued_bytes -= delivery.bytes
             self._drained.notify_all()
         with delivery.lock:
             delivery.event.set()
-        for record in delivery.records:
-            future = record[-1]
-            for callback in future._callbacks or ():
-                try:
-                    callback(future)
-                except Exception:
-                    logger.exception("a send() callback raised")
+        for future, callback in delivery.callbacks:
+            try:
+                callback(future)
+            except Exception:
+                logger.exception("a send() callback raised")
 
     def _deliver(self, delivery: _Delivery) -> None:
         groups: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
@@ -435,14 +458,14 @@ class Producer:
                 partition = self._partition_of(info, record)
                 _check_record_size(info, record)
             except ObjectLogError as e:
-                record[-1]._settle(None, e)
+                delivery.errors[record[-1]] = e
                 continue
             groups.setdefault((topic_name, partition), []).append(record)
         self.sticky.next_batch()
         batches = [self._batch(topics[t], p, records) for (t, p), records in groups.items()]
         outcomes = self._append(batches)
         for outcome, records in zip(outcomes, groups.values(), strict=True):
-            self._settle_records(outcome, records)
+            self._settle_records(delivery, outcome, records)
 
     def _partition_of(self, info: Topic, record: tuple[Any, ...]) -> int:
         partition, key = record[1], record[2]
@@ -500,24 +523,25 @@ class Producer:
         return self._sequences.get(key, 0)
 
     @staticmethod
-    def _settle_records(outcome: AppendOutcome, records: list[tuple[Any, ...]]) -> None:
+    def _settle_records(
+        delivery: _Delivery, outcome: AppendOutcome, records: list[tuple[Any, ...]]
+    ) -> None:
+        """Write each record's outcome at its position (the last field of its tuple)."""
         if outcome.error is not None:
             for record in records:
-                record[-1]._settle(None, outcome.error)
+                delivery.errors[record[-1]] = outcome.error
             return
         assert outcome.base_offset is not None
         batch = outcome.batch
+        topic, partition, base = batch.topic.name, batch.partition, outcome.base_offset
         timestamps = batch.table.column("timestamp").cast(pa.int64()).to_pylist()
-        for position, record in enumerate(records):
-            record[-1]._settle(
-                RecordMetadata(
-                    batch.topic.name,
-                    batch.partition,
-                    outcome.base_offset + position,
-                    timestamps[position],
-                ),
-                None,
-            )
+        metadata = delivery.metadata
+        for index, record in enumerate(records):
+            metadata[record[-1]] = RecordMetadata(topic, partition, base + index, timestamps[index])
+
+
+def _metadata_or_none(future: RecordFuture) -> RecordMetadata | None:
+    return None if future.exception() is not None else future.result()
 
 
 def _as_bytes(value: object, field: str) -> bytes:
