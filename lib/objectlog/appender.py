@@ -34,7 +34,7 @@ from objectlog.index import LEVEL_L0, SegmentRef
 from objectlog.index_store import IndexStore
 from objectlog.layout import l0_key
 from objectlog.metadata import CommitResult, DynamoMetadata, PartitionHead
-from objectlog.segment import encode_parquet
+from objectlog.segment import write_parquet
 from objectlog.storage import ObjectStore
 from objectlog.topics import Topic
 
@@ -154,9 +154,12 @@ class Appender:
 
     def _encode(self, batches: Sequence[PartitionBatch]) -> _Encoded:
         started = time.perf_counter()
-        parts, refs, position = [], [], 0
+        parts: list[pa.Buffer] = []
+        refs, position = [], 0
         for batch in batches:
-            blob = encode_parquet(batch.table, self.compression)
+            sink = pa.BufferOutputStream()
+            write_parquet(sink, batch.table, self.compression)
+            blob = sink.getvalue()
             timestamps = batch.table.column("timestamp").cast(pa.int64())
             bounds = pc.min_max(timestamps)
             refs.append(
@@ -164,7 +167,7 @@ class Appender:
                     level=LEVEL_L0,
                     object_id="",
                     start=position,
-                    length=len(blob),
+                    length=blob.size,
                     span=batch.records,
                     records=batch.records,
                     min_timestamp=bounds["min"].as_py(),
@@ -172,9 +175,10 @@ class Appender:
                 )
             )
             parts.append(blob)
-            position += len(blob)
+            position += blob.size
+        body = b"".join(parts)  # Arrow buffers joined directly: one copy of the whole object
         self.stats.encode_s += time.perf_counter() - started
-        return _Encoded(b"".join(parts), refs)
+        return _Encoded(body, refs)
 
     def _upload(self, batches: Sequence[PartitionBatch], refs_out: list[SegmentRef]) -> str:
         encoded = self._encode(batches)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -69,10 +70,12 @@ def slice_table(
     """Build a slice's table; the offset column holds positions 0..n-1."""
     count = len(keys)
     topic_column = pa.DictionaryArray.from_arrays(
-        pa.array([0] * count, type=pa.int32()), pa.array([topic], type=pa.string())
+        pa.array(np.zeros(count, dtype=np.int32)), pa.array([topic], type=pa.string())
     )
     if headers is None:
-        header_column = pa.array([[]] * count, type=HEADER_TYPE)
+        header_column = (
+            pa.array([[]] * count, type=HEADER_TYPE) if count < 1024 else _empty_headers(count)
+        )
     elif isinstance(headers, pa.Array):
         header_column = headers
     else:
@@ -82,14 +85,20 @@ def slice_table(
             keys if isinstance(keys, pa.Array) else pa.array(keys, type=pa.binary()),
             values if isinstance(values, pa.Array) else pa.array(values, type=pa.binary()),
             topic_column,
-            pa.array([partition] * count, type=pa.int32()) if count else pa.array([], pa.int32()),
-            pa.array(range(count), type=pa.int64()),
+            pa.array(np.full(count, partition, dtype=np.int32)),
+            pa.array(np.arange(count, dtype=np.int64)),
             _timestamp_array(timestamps),
-            pa.array([timestamp_type] * count, type=pa.int32()),
+            pa.array(np.full(count, timestamp_type, dtype=np.int32)),
             header_column,
         ],
         schema=SCHEMA,
     )
+
+
+def _empty_headers(count: int) -> pa.Array:
+    """count empty header lists, built from offsets (no Python list per row)."""
+    offsets = pa.array(np.zeros(count + 1, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array([], type=HEADER_TYPE.value_type))
 
 
 def _timestamp_array(timestamps: Sequence[int] | pa.Array) -> pa.Array:
@@ -102,6 +111,17 @@ def encode_parquet(
     table: pa.Table, compression: str = "none", row_group_rows: int | None = None
 ) -> bytes:
     sink = pa.BufferOutputStream()
+    write_parquet(sink, table, compression, row_group_rows)
+    return sink.getvalue().to_pybytes()
+
+
+def write_parquet(
+    sink: pa.NativeFile,
+    table: pa.Table,
+    compression: str = "none",
+    row_group_rows: int | None = None,
+) -> None:
+    """Append one self-contained Parquet file (a slice) to sink."""
     pq.write_table(
         table,
         sink,
@@ -110,7 +130,6 @@ def encode_parquet(
         write_statistics=["offset", "timestamp"],
         row_group_size=row_group_rows,
     )
-    return sink.getvalue().to_pybytes()
 
 
 def decode_parquet(data: bytes | memoryview) -> pa.Table:
