@@ -62,7 +62,8 @@ class Report:
         ratio = f"{row.ours / row.floor:.2f}" if row.floor else "-"
         verdict = "" if row.passed is None else ("PASS" if row.passed else "MISS")
         console.print(
-            f"  {row.name}: {row.ours:,.2f} {row.unit} (floor {row.floor or '-'}; ratio {ratio}) {verdict} {row.note}"
+            f"  {row.name}: {row.ours:,.2f} {row.unit} "
+            f"(floor {row.floor or '-'}; ratio {ratio}) {verdict} {row.note}"
         )
 
     def table(self) -> Table:
@@ -232,7 +233,8 @@ def produce_vs_floor(log: ObjectLog, report: Report, flushes: int) -> dict[str, 
     )
     report.add(Row("DynamoDB writes per flush", counts["UpdateItem"] / flushes, None, "", "", None))
     report.notes.append(
-        f"produce time split over {flushes} flushes: encode {stats['encode_s']:.2f}s, PUT {stats['put_s']:.2f}s, "
+        f"produce time split over {flushes} flushes: encode {stats['encode_s']:.2f}s, "
+        f"PUT {stats['put_s']:.2f}s, "
         f"commit {stats['commit_s']:.2f}s, spill {stats['spill_s']:.2f}s of {seconds:.2f}s "
         f"(the rest is send() and the sender's batching); spills {stats['spills']}"
     )
@@ -410,6 +412,57 @@ def batch_path(log: ObjectLog, report: Report, records: int) -> None:
     )
 
 
+def http_vs_direct(log: ObjectLog, api_url: str, report: Report, requests_: int) -> None:
+    """Produce and fetch through the local API Gateway + handlers vs the library directly."""
+    from objectlog.http_client import HttpObjectLog
+
+    log.create_topic("http", partitions=1)
+    remote = HttpObjectLog(api_url)
+    value = b"h" * 1024
+    batch = 100  # records per request
+
+    def produce(target: ObjectLog | HttpObjectLog) -> float:
+        with target.producer(linger_ms=0) as producer:
+            started = time.perf_counter()
+            for _ in range(requests_):
+                futures = [producer.send("http", value) for _ in range(batch)]
+                producer.flush()
+                futures[-1].result()
+            return (time.perf_counter() - started) / requests_ * 1000
+
+    def fetch(target: ObjectLog | HttpObjectLog) -> float:
+        started = time.perf_counter()
+        for i in range(requests_):
+            target.fetch("http", 0, i * batch, max_records=batch)
+        return (time.perf_counter() - started) / requests_ * 1000
+
+    direct_produce, http_produce = produce(log), produce(remote)
+    direct_fetch, http_fetch = fetch(log), fetch(remote)
+    remote.close()
+    report.add(
+        Row(
+            f"produce {batch} x 1 KiB per request, over HTTP vs direct",
+            http_produce,
+            direct_produce,
+            "ms",
+            "",
+            None,
+            f"HTTP layer +{http_produce - direct_produce:.1f} ms",
+        )
+    )
+    report.add(
+        Row(
+            f"fetch {batch} records per request, over HTTP vs direct",
+            http_fetch,
+            direct_fetch,
+            "ms",
+            "",
+            None,
+            f"HTTP layer +{http_fetch - direct_fetch:.1f} ms",
+        )
+    )
+
+
 # ---- contention and growth ------------------------------------------------------------------
 
 
@@ -513,11 +566,14 @@ def costs(
     per_gb = (put_cost + write_cost + get_cost + read_cost) / gb
     report.add(Row("request cost per GB produced and read once", per_gb, None, "USD", "", None))
     report.notes.append(
-        f"cost workload: 1 MiB flushes of 1 KiB records over 4 partitions; head item ~{head_bytes} B "
+        "cost workload: 1 MiB flushes of 1 KiB records over 4 partitions; "
+        f"head item ~{head_bytes} B "
         f"({wru_per_write} WRU per commit); per GB: S3 PUT ${put_cost / gb:.4f}, DynamoDB writes "
-        f"${write_cost / gb:.4f}, S3 GET ${get_cost / gb:.5f}, DynamoDB reads ${read_cost / gb:.6f}. "
+        f"${write_cost / gb:.4f}, S3 GET ${get_cost / gb:.5f}, "
+        f"DynamoDB reads ${read_cost / gb:.6f}. "
         f"Prices: S3 PUT ${S3_PUT_PER_1000}/1k, GET ${S3_GET_PER_1000}/1k, DynamoDB on-demand "
-        f"${DDB_WRU_PER_MILLION}/M WRU, ${DDB_RRU_PER_MILLION}/M RRU (us-east-1). Storage not included."
+        f"${DDB_WRU_PER_MILLION}/M WRU, ${DDB_RRU_PER_MILLION}/M RRU (us-east-1). "
+        "Storage not included."
     )
 
 
@@ -527,7 +583,7 @@ def main() -> None:
     parser.add_argument("--flushes", type=int, default=30, help="1 MiB flushes for produce/fetch")
     args = parser.parse_args()
     report = Report()
-    with embedded_server() as (endpoint, _api):
+    with embedded_server() as (endpoint, api_url):
         console.print(
             f"embedded AWS endpoint {endpoint} (separate process), Python {sys.version.split()[0]}"
         )
@@ -537,6 +593,10 @@ def main() -> None:
         send_cost(log, report, 200_000)
         batch_path(log, report, 1_000_000)
         contention(log, report, 320)
+        # the API serves objectlog dev's default bucket and table: use them directly too
+        served = ObjectLog(Config.from_env(s3_endpoint=endpoint, dynamodb_endpoint=endpoint))
+        http_vs_direct(served, api_url, report, 50)
+        served.close()
         costs(log, report, produced, fetched)
         if args.long:
             growth(log, report, 20_000)

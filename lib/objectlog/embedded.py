@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from objectlog.wsgi_server import BackgroundWsgiServer
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -42,8 +42,7 @@ class EmbeddedAWS:
     def __init__(self, host: str = "127.0.0.1", port: int = 4566) -> None:
         self.host = host
         self.port = port
-        self._server: BaseWSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: BackgroundWsgiServer | None = None
 
     @property
     def endpoint_url(self) -> str:
@@ -56,29 +55,15 @@ class EmbeddedAWS:
             create_backend_app,
         )
 
-        class QuietHandler(MotoRequestHandler):
-            def log_request(self, *args: object, **kwargs: object) -> None:
-                pass
-
         app = SerializedApp(DomainDispatcherApplication(create_backend_app))
-        self._server = make_server(
-            self.host, self.port, app, threaded=True, request_handler=QuietHandler
-        )
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="embedded-aws", daemon=True
-        )
-        self._thread.start()
+        self._server = BackgroundWsgiServer("embedded-aws", MotoRequestHandler)
+        self.port = self._server.start(app, self.host, self.port)
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()
         self._server = None
-        self._thread = None
 
     def __enter__(self) -> EmbeddedAWS:
         return self.start()

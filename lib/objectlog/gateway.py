@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -20,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request
 from werkzeug.wrappers import Response as WsgiResponse
+
+from objectlog.wsgi_server import BackgroundWsgiServer
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 LAMBDA_PAYLOAD_LIMIT = 6 * 1024 * 1024
@@ -170,8 +170,7 @@ class LocalGateway:
         self.targets = targets
         self.default_target = default_target
         self.timeout_s = timeout_s
-        self._server: BaseWSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server = BackgroundWsgiServer("local-gateway")
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -203,27 +202,11 @@ class LocalGateway:
     # ---- serving -----------------------------------------------------------------------
 
     def start(self, host: str = "127.0.0.1", port: int = 8080) -> str:
-        class Quiet(WSGIRequestHandler):
-            def log_request(self, *args: object, **kwargs: object) -> None:
-                pass
-
-        self._server = make_server(host, port, self, threaded=True, request_handler=Quiet)
-        server = self._server
-        self._thread = threading.Thread(
-            target=lambda: server.serve_forever(poll_interval=0.05),
-            name="local-gateway",
-            daemon=True,
-        )
-        self._thread.start()
-        return f"http://{host}:{self._server.server_address[1]}"
+        port = self._server.start(self, host, port)
+        return f"http://{host}:{port}"
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = self._thread = None
+        self._server.stop()
 
 
 def local_api(log_factory: Callable[[], Any]) -> LocalGateway:
