@@ -96,3 +96,26 @@ def test_manifest_list_finds_the_manifest_covering_an_offset() -> None:
     assert list(listing.covering(30)) == []
     assert [p.base_offset for p in place(15, refs[3:])] == [15, 20, 25]
     assert Manifest.from_json(second.to_json()) == second
+
+
+def test_placed_refs_start_at_the_ref_covering_the_offset() -> None:
+    from objectlog.clock import ManualClock
+    from objectlog.index_store import IndexStore
+    from objectlog.metadata import PartitionHead
+    from objectlog.storage import MemoryObjectStore
+
+    store = MemoryObjectStore()
+    refs = [SegmentRef(0, f"o{i}", 0, 10, 5, 5, i, i) for i in range(12)]
+    first, second = Manifest(0, tuple(refs[:6])), Manifest(30, tuple(refs[6:10]))
+    store.put_if_absent("m1", first.to_json())
+    store.put_if_absent("m2", second.to_json())
+    listing = ManifestList(
+        (ManifestEntry.summarize("m1", first), ManifestEntry.summarize("m2", second))
+    )
+    store.put_if_absent("l", listing.to_json())
+    head = PartitionHead("t", 0, "tid", 60, 0, 50, tuple(refs[10:]), "l", 1, 0, 12, 120)
+    index = IndexStore(store, None, "", ManualClock())  # type: ignore[arg-type]
+    for offset in (0, 4, 5, 29, 30, 33, 49, 50, 54, 55, 59):
+        placed = list(index.placed_refs(head, offset))
+        assert placed[0].base_offset <= offset < placed[0].end_offset
+        assert [p.base_offset for p in placed] == list(range(placed[0].base_offset, 60, 5))

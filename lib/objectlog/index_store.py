@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -68,6 +69,7 @@ class IndexStore:
         self.clock = clock
         self._lists: LruCache[str, ManifestList] = LruCache(256)
         self._manifests: LruCache[str, Manifest] = LruCache(1024)
+        self._placed: LruCache[str, tuple[tuple[PlacedRef, ...], list[int]]] = LruCache(256)
         self.spills = 0
 
     def manifest_list(self, key: str) -> ManifestList:
@@ -76,15 +78,24 @@ class IndexStore:
     def manifest(self, key: str) -> Manifest:
         return self._manifests.get_or_load(key, lambda: Manifest.from_json(self.store.get(key)))
 
+    def _placed_manifest(self, key: str) -> tuple[tuple[PlacedRef, ...], list[int]]:
+        """A manifest's refs with their offsets, and their end offsets for bisecting."""
+
+        def load() -> tuple[tuple[PlacedRef, ...], list[int]]:
+            placed = tuple(self.manifest(key).placed())
+            return placed, [p.end_offset for p in placed]
+
+        return self._placed.get_or_load(key, load)
+
     def placed_refs(self, head: PartitionHead, from_offset: int) -> Iterator[PlacedRef]:
         """Refs covering from_offset onwards, in offset order: manifests first, then the tail."""
         if from_offset < head.tail_base and head.manifest_list:
             for entry in self.manifest_list(head.manifest_list).covering(from_offset):
-                for placed in self.manifest(entry.key).placed():
+                placed_refs, ends = self._placed_manifest(entry.key)
+                for placed in placed_refs[bisect.bisect_right(ends, from_offset) :]:
                     if placed.base_offset >= head.tail_base:
                         break
-                    if placed.end_offset > from_offset:
-                        yield placed
+                    yield placed
         for placed in place(head.tail_base, head.tail):
             if placed.end_offset > from_offset:
                 yield placed
