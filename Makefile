@@ -25,8 +25,9 @@ run: install
 
 test: install prereqs lint pytest
 
-# Debian's Chromium renders /docs in tests/test_docs_ui.py.
+# Java runs the Spark tests; Debian's Chromium renders /docs in tests/test_docs_ui.py.
 prereqs:
+	@command -v java >/dev/null || { echo "error: Java 17 is required by PySpark (tests/test_spark.py); install openjdk-17-jre-headless" >&2; exit 1; }
 	@command -v chromium >/dev/null || { \
 		echo "Chromium is missing: installing Debian's chromium package"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
