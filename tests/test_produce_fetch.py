@@ -278,3 +278,27 @@ def test_produce_with_on_delivery_callbacks(log: ObjectLog) -> None:
     failed = next(err for err, md in outcomes if err is not None)
     assert ok.offset == 0 and isinstance(failed, RecordTooLarge)
     assert [r.value for r in log.fetch("t", 0, 0).records] == [b"ok", b"plain"]
+
+
+def test_one_producer_shared_by_threads_with_a_tiny_buffer(log: ObjectLog) -> None:
+    """Threads that wait for buffer room must not queue the same batch twice."""
+    import threading
+
+    log.create_topic("t")
+    producer = log.producer(linger_ms=1, batch_bytes=700, buffer_memory=1)
+    futures = {}
+
+    def run(thread: int) -> None:
+        for i in range(30):
+            futures[(thread, i)] = producer.send("t", b"%02d-%03d" % (thread, i))
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    producer.close()
+    acked = sorted((f.result(timeout=30).offset, b"%02d-%03d" % k) for k, f in futures.items())
+    values = [r.value for r in read_all(log, "t", 0)]
+    assert len(values) == len(set(values)) == 240
+    assert acked == list(enumerate(values))

@@ -241,19 +241,26 @@ class Producer:
         return delivery, position
 
     def _admit(self, size: int) -> _Delivery:
-        """The rare cases of send(), under the lock: closed, a first record, a full batch."""
-        if self._closed:
-            raise ProducerClosed("the producer is closed")
-        delivery = self._delivery
-        if delivery.records:  # full: queue it for the sender and start anew
+        """The rare cases of send(), under the lock: closed, a first record, a full batch.
+
+        A full batch is queued and replaced before waiting for buffer room, so senders on other
+        threads (which run while this one waits) never queue the same batch twice.
+        """
+        while True:
+            if self._closed:
+                raise ProducerClosed("the producer is closed")
+            delivery = self._delivery
+            if not delivery.records:
+                delivery.limit = self.batch_bytes
+                delivery.first_at = time.monotonic()
+                self._wake.set()
+                return delivery
+            if delivery.bytes + size <= delivery.limit:
+                return delivery  # another thread made room while we waited
             self._ready.append(delivery)
+            self._delivery = _Delivery()
             self._wake.set()
             self._wait_for_room(size)
-            delivery = self._delivery = _Delivery()
-        delivery.limit = self.batch_bytes
-        delivery.first_at = time.monotonic()
-        self._wake.set()
-        return delivery
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait until it is acknowledged (or failed)."""
