@@ -1,9 +1,5 @@
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -13,6 +9,7 @@ from click.testing import CliRunner
 
 from objectlog import ObjectLog
 from objectlog.cli import main
+from objectlog.embedded import free_port, start_dev_process
 
 
 @pytest.fixture
@@ -82,32 +79,9 @@ def test_consume_usage_errors(run) -> None:
     assert run("consume", "t", "--offset", "3").exit_code == 2
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
-    port, api_port = _free_port(), _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
-    env["PYTHONUNBUFFERED"] = "1"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "objectlog.cli",
-            "dev",
-            "--port",
-            str(port),
-            "--api-port",
-            str(api_port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
+    port, api_port = free_port(), free_port()
+    process = start_dev_process(port, api_port)
     try:
         assert process.stdout is not None
         banner = process.stdout.readline()

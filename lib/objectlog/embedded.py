@@ -9,6 +9,10 @@ so a concurrency test measures objectlog, not moto.
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -70,3 +74,27 @@ class EmbeddedAWS:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_dev_process(port: int, api_port: int) -> subprocess.Popen[str]:
+    """``objectlog dev`` in a process of its own (its own GIL), printing its banner on stdout.
+
+    AWS_ENDPOINT_URL* are dropped from its environment: it is the endpoint.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+    env.update(PYTHONUNBUFFERED="1", POWERTOOLS_METRICS_DISABLED="true")
+    command = [sys.executable, "-m", "objectlog.cli", "dev", "--port", str(port)]
+    return subprocess.Popen(
+        [*command, "--api-port", str(api_port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
