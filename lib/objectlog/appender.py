@@ -7,8 +7,11 @@
 
 Retries never duplicate: the object key is ours alone (a retried PUT that finds it taken had
 landed), and a retried commit carries the same producer id and sequence, so the head answers
-with the original base offset instead of appending again. An object that became older than
-a partition's GC horizon before its commit is uploaded again and the commit retried.
+with the original base offset instead of appending again (without a producer id there is no
+such check, so a commit whose answer was lost is reported as UnknownOutcome, not retried; and
+once any attempt's outcome was unknown, so is the commit's if the retries run out). An object
+that became older than a partition's GC horizon before its commit is uploaded again and the
+commit retried.
 """
 
 from __future__ import annotations
@@ -180,6 +183,14 @@ class Appender:
         self.stats.encode_s += time.perf_counter() - started
         return _Encoded(body, refs)
 
+    def upload(self, batches: Sequence[PartitionBatch]) -> tuple[str, list[SegmentRef]]:
+        """Write the batches as one L0 object, commit nothing: its id and one ref per batch.
+
+        For writers whose commits happen elsewhere (the Spark sink's driver).
+        """
+        refs: list[SegmentRef] = []
+        return self._upload(batches, refs), refs
+
     def _upload(self, batches: Sequence[PartitionBatch], refs_out: list[SegmentRef]) -> str:
         encoded = self._encode(batches)
         object_id = self._put_new_object(encoded.body)
@@ -214,6 +225,7 @@ class Appender:
     ) -> None:
         batch = outcome.batch
         last_error: ObjectLogError | None = None
+        unknown: UnknownOutcome | None = None  # an attempt that may have landed
         for attempt in range(COMMIT_ATTEMPTS):
             try:
                 result = self._commit_once(batch, ref, object_id, producer_id)
@@ -228,6 +240,11 @@ class Appender:
                     last_error = e
                 continue
             except (UnknownOutcome, StorageUnavailable) as e:
+                if isinstance(e, UnknownOutcome):
+                    if producer_id is None:  # no sequence to tell a retry from a second append
+                        outcome.error = e
+                        return
+                    unknown = e
                 last_error = e
                 self.stats.commit_retries += 1
                 self.sleep(BACKOFF_S * 2**attempt)
@@ -240,7 +257,12 @@ class Appender:
             outcome.error = None
             outcome.head = result.head
             return
-        outcome.error = last_error or UnknownOutcome("commit did not complete")
+        if unknown is not None and last_error is not unknown:
+            # Later attempts failed without an answer, but an earlier one may have landed:
+            # "unavailable" would let the producer reuse the sequence for other records.
+            outcome.error = UnknownOutcome(f"{unknown.message}; then: {last_error}")
+        else:
+            outcome.error = last_error or UnknownOutcome("commit did not complete")
 
     def _commit_once(
         self, batch: PartitionBatch, ref: SegmentRef, object_id: str, producer_id: str | None

@@ -168,6 +168,7 @@ class Producer:
         self._drained = threading.Condition(self._lock)
         self._delivery = _Delivery()
         self._ready: deque[_Delivery] = deque()  # full deliveries, oldest first
+        self._sending: _Delivery | None = None  # the last one the sender took
         self._flush_now = False
         self._closed = False
         self._known_topics: set[str] = set()
@@ -270,6 +271,8 @@ class Producer:
                 self._flush_now = True
             elif self._ready:
                 delivery = self._ready[-1]
+            elif self._sending is not None:
+                delivery = self._sending  # taken by the sender: maybe still being written
             else:
                 return
         self._wake.set()
@@ -422,7 +425,8 @@ class Producer:
         while True:
             with self._lock:
                 if self._ready:
-                    return self._ready.popleft()
+                    delivery = self._sending = self._ready.popleft()
+                    return delivery
                 delivery = self._delivery
                 if delivery.records:
                     waited = time.monotonic() - delivery.first_at
@@ -434,6 +438,7 @@ class Producer:
                     ):
                         self._delivery = _Delivery()
                         self._flush_now = False
+                        self._sending = delivery
                         return delivery
                     timeout: float | None = self.linger_s - waited
                 elif self._closed:
@@ -448,6 +453,9 @@ class Producer:
             self._drained.notify_all()
         with delivery.lock:
             delivery.event.set()
+        with self._lock:
+            if self._sending is delivery:
+                self._sending = None  # settled: flush() has nothing to wait for
         for future, callback in delivery.callbacks:
             try:
                 callback(future)
@@ -507,7 +515,12 @@ class Producer:
         with self._commit_lock:
             for batch in batches:
                 batch.sequence = self._sequence_for(batch)
-            outcomes = self.appender.append(batches, self.producer_id)
+            try:
+                outcomes = self.appender.append(batches, self.producer_id)
+            except Exception:
+                # Some partitions may have committed before this: their outcome is unknown.
+                self._resync.update((b.topic.name, b.partition) for b in batches)
+                raise
             for outcome in outcomes:
                 key = (outcome.batch.topic.name, outcome.batch.partition)
                 if outcome.error is None:
