@@ -1,483 +1,850 @@
-"""objectlog benchmarks: each figure side by side with its floor, measured in the same run.
+"""objectlog benchmarks: each figure beside its floor, measured in the same run, same endpoint.
 
     .venv/bin/python -m bench.run          # the default run (a few minutes)
-    .venv/bin/python -m bench.run --long   # adds 20,000 flushes: do rates hold as data grows?
+    .venv/bin/python -m bench.run --long   # adds 20,000 flushes of 4 KiB: do rates hold?
 
-The AWS endpoint is `objectlog dev` in a separate process (so client and server do not share
-one GIL), on loopback, reached over HTTP exactly as the library reaches AWS.
+The endpoint is `objectlog dev` started in a separate process (bench.server). objectlog runs and
+floor runs alternate in rounds and each side reports its median round, so a slow spell of the
+(shared) machine hits both sides instead of one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
+import statistics
 import sys
 import threading
 import time
 import uuid
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from rich.console import Console
-from rich.table import Table
 
+from bench.meter import Requests, Stopwatch, Tally
+from bench.report import Report, Row, console
+from bench.server import DEV_BUCKET, DEV_TABLE, Endpoint, embedded_endpoint, free_port
 from objectlog import FetchRequest, ObjectLog
+from objectlog.clock import new_ulid, ulid_time_ms
 from objectlog.config import Config
-from objectlog.layout import object_key
+from objectlog.index import SegmentRef
+from objectlog.index_store import LruCache
+from objectlog.layout import l0_key, object_key
+from objectlog.metadata import PartitionHead
+from objectlog.producer import RECORD_OVERHEAD
+from objectlog.segment import slice_table, write_parquet
 
 MIB = 1 << 20
-console = Console(width=170)
+RECORD_BYTES = 1024  # key + value
+KEY_BYTES = 16
+PARTITIONS = 4
+RECORDS_PER_FLUSH = MIB // RECORD_BYTES  # 1 MiB of records per flush
+STAGES = ("encode_s", "put_s", "commit_s", "spill_s")  # Appender.stats timings
 
-# AWS list prices, us-east-1 (S3 Standard, DynamoDB on-demand), as of 2026.
+# AWS list prices, us-east-1: S3 Standard requests, DynamoDB on-demand request units.
 S3_PUT_PER_1000 = 0.005
 S3_GET_PER_1000 = 0.0004
-DDB_WRU_PER_MILLION = 0.625
-DDB_RRU_PER_MILLION = 0.125
+DDB_WRU_PER_MILLION = 0.625  # 1 WRU per KiB of the whole item written
+DDB_RRU_PER_MILLION = 0.125  # strongly consistent reads: 1 RRU per 4 KiB
+
+Range = tuple[str, int, int]
+MANIFESTS = "manifest lookups (GET + parse when not cached)"
+GETS = "ranged GETs of the slices, concurrent, each decoded as it arrives"
+DECODE = "  of which decoding (pq.read_table, absolute offsets), overlapping the GETs"
 
 
 @dataclass
-class Row:
-    name: str
-    ours: float
-    floor: float | None
-    unit: str
-    target: str = ""
-    passed: bool | None = None
-    note: str = ""
+class Bench:
+    endpoint: Endpoint
+    log: ObjectLog
+    requests: Requests
+    report: Report
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class Report:
-    rows: list[Row] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def add(self, row: Row) -> None:
-        self.rows.append(row)
-        ratio = f"{row.ours / row.floor:.2f}" if row.floor else "-"
-        verdict = "" if row.passed is None else ("PASS" if row.passed else "MISS")
-        console.print(
-            f"  {row.name}: {row.ours:,.2f} {row.unit} "
-            f"(floor {row.floor or '-'}; ratio {ratio}) {verdict} {row.note}"
-        )
-
-    def table(self) -> Table:
-        table = Table(title="objectlog benchmarks")
-        for column in ("measure", "objectlog", "floor / reference", "ratio", "target", "result"):
-            table.add_column(column)
-        for row in self.rows:
-            table.add_row(
-                row.name,
-                f"{row.ours:,.2f} {row.unit}",
-                f"{row.floor:,.2f} {row.unit}" if row.floor else "-",
-                f"{row.ours / row.floor:.2f}" if row.floor else "-",
-                row.target,
-                "" if row.passed is None else ("PASS" if row.passed else "MISS"),
-            )
-        return table
-
-
-# ---- the server ----------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def embedded_server() -> Iterator[tuple[str, str]]:
-    port, api_port = free_port(), free_port()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", POWERTOOLS_METRICS_DISABLED="true")
-    env.pop("AWS_ENDPOINT_URL", None)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "objectlog.cli",
-            "dev",
-            "--port",
-            str(port),
-            "--api-port",
-            str(api_port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    process.stdout.readline()
-    try:
-        yield f"http://127.0.0.1:{port}", f"http://127.0.0.1:{api_port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def connect(endpoint: str) -> ObjectLog:
+def connect(endpoint: Endpoint) -> ObjectLog:
     suffix = uuid.uuid4().hex[:10]
     config = Config.from_env(
         bucket=f"bench-{suffix}",
         table=f"bench-{suffix}",
-        s3_endpoint=endpoint,
-        dynamodb_endpoint=endpoint,
+        s3_endpoint=endpoint.url,
+        dynamodb_endpoint=endpoint.url,
     )
     log = ObjectLog(config)
     log.ensure_resources()
     return log
 
 
-class Calls:
-    """Counts AWS calls by operation through botocore's event hooks."""
-
-    def __init__(self, log: ObjectLog) -> None:
-        self.counts: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        for client in (log.store.client, log.metadata.client):  # type: ignore[attr-defined]
-            client.meta.events.register("before-call", self._count)
-
-    def _count(self, event_name: str, **_: object) -> None:
-        with self._lock:
-            self.counts[event_name.rsplit(".", 1)[1]] += 1
-
-    def reset(self) -> Counter[str]:
-        with self._lock:
-            snapshot, self.counts = self.counts, Counter()
-        return snapshot
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
 
 
-def timed(function: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    function()
-    return time.perf_counter() - started
+def cold_caches(log: ObjectLog) -> None:
+    """Forget decoded slices and cached manifests, as a consumer starting afresh."""
+    log.reader._slices = LruCache(64)
+    log.index._lists = LruCache(256)
+    log.index._manifests = LruCache(1024)
+    log.index._placed = LruCache(256)
 
 
-# ---- produce and fetch vs their floors ------------------------------------------------------
+def alternate(rounds: int, sides: dict[str, Callable[[], float]]) -> dict[str, list[float]]:
+    """Run every side once per round, in turn; seconds per run, by side."""
+    results: dict[str, list[float]] = {name: [] for name in sides}
+    for _ in range(rounds):
+        for name, run in sides.items():
+            results[name].append(run())
+    return results
 
 
-def produce_vs_floor(log: ObjectLog, report: Report, flushes: int) -> dict[str, float]:
-    record_size, partitions = 1024, 4
-    per_flush = MIB // record_size
-    log.create_topic("produce", partitions=partitions)
-    value = os.urandom(record_size - 16)
-    calls = Calls(log)
-    producer = log.producer(linger_ms=1000, batch_bytes=MIB + per_flush * 80)
+def fastest(results: dict[str, list[float]], names: Sequence[str]) -> tuple[str, float]:
+    """The side among names with the lowest median time."""
+    return min(((name, median(results[name])) for name in names), key=lambda item: item[1])
 
-    def produce() -> None:
-        for _ in range(flushes):
-            futures = [
-                producer.send("produce", value, key=b"%015d" % i, partition=i % partitions)
-                for i in range(per_flush)
-            ]
-            producer.flush()
-            futures[-1].result()
 
-    produce()  # warm up: clients, caches, first objects
-    calls.reset()
-    before = vars(producer.stats).copy()
-    seconds = timed(produce)
-    counts = calls.reset()
-    stats = {
-        k: getattr(producer.stats, k) - before[k]
-        for k in before
-        if isinstance(before[k], int | float)
-    }
-    producer.close()
-    body = os.urandom(per_flush * record_size)
-    client, metadata = log.store.client, log.metadata  # type: ignore[attr-defined]
-    head_keys = [{"pk": {"S": f"floor#{p}"}, "sk": {"S": "head"}} for p in range(partitions)]
+# ---- produce vs its floor -------------------------------------------------------------------
 
-    def floor() -> None:
-        for _ in range(flushes):
-            client.put_object(Bucket=log.config.bucket, Key=f"floor/{uuid.uuid4().hex}", Body=body)
-            for key in head_keys:
-                metadata.client.update_item(
-                    TableName=log.config.table,
-                    Key=key,
-                    UpdateExpression="ADD n :one",
-                    ConditionExpression="attribute_not_exists(pk) OR n >= :zero",
-                    ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
+
+class ProduceFloor:
+    """The requests a flush needs at the least, from a bare boto3 loop: one PutObject of the
+    same bytes, then per partition one conditional UpdateItem that adds to its next offset,
+    idempotently (the producer's sequence must follow the last one)."""
+
+    def __init__(self, log: ObjectLog, object_bytes: int) -> None:
+        self.s3 = log.store.client
+        self.dynamodb = log.metadata.client
+        self.bucket, self.table = log.config.bucket, log.config.table
+        self.body = os.urandom(object_bytes)
+        self.sequences = [0] * PARTITIONS
+        self.items = uuid.uuid4().hex[:8]  # its own items: sequences start at 0
+        self.pool = ThreadPoolExecutor(PARTITIONS)
+        self.put_seconds: list[float] = []
+        self.update_seconds: list[float] = []
+
+    def put(self) -> None:
+        started = time.perf_counter()
+        self.s3.put_object(
+            Bucket=self.bucket, Key=f"floor/{uuid.uuid4().hex}", Body=self.body, IfNoneMatch="*"
+        )
+        self.put_seconds.append(time.perf_counter() - started)
+
+    def update(self, partition: int) -> None:
+        started = time.perf_counter()
+        sequence = self.sequences[partition]
+        self.dynamodb.update_item(
+            TableName=self.table,
+            Key={"pk": {"S": f"floor#{self.items}#{partition}"}, "sk": {"S": "head"}},
+            UpdateExpression="SET sq = :seq ADD nx :n",
+            ConditionExpression="attribute_not_exists(sq) OR sq = :prev",
+            ExpressionAttributeValues={
+                ":seq": {"N": str(sequence)},
+                ":prev": {"N": str(sequence - 1)},
+                ":n": {"N": str(RECORDS_PER_FLUSH // PARTITIONS)},
+            },
+            ReturnValues="UPDATED_NEW",
+        )
+        self.sequences[partition] = sequence + 1
+        self.update_seconds.append(time.perf_counter() - started)
+
+    def run(self, flushes: int, concurrent: bool) -> Callable[[], float]:
+        def run() -> float:
+            started = time.perf_counter()
+            for _ in range(flushes):
+                self.put()
+                if concurrent:
+                    list(self.pool.map(self.update, range(PARTITIONS)))
+                else:
+                    for partition in range(PARTITIONS):
+                        self.update(partition)
+            return time.perf_counter() - started
+
+        return run
+
+
+class OwnRequests:
+    """objectlog's own requests for a flush, from a bare loop (no producer, no encoding):
+    the same PutObject, the same commit UpdateItems (concurrent) and the same spills."""
+
+    def __init__(self, log: ObjectLog, topic: str, body: bytes, refs: list[SegmentRef]) -> None:
+        self.log = log
+        self.info = log.topic(topic)
+        self.body, self.refs = body, refs
+        self.sequences = [0] * PARTITIONS
+        self.pool = ThreadPoolExecutor(PARTITIONS)
+
+    def commit(self, partition: int, object_id: str) -> PartitionHead | None:
+        ref = self.refs[partition]
+        result = self.log.metadata.commit(
+            self.info.topic_id,
+            self.info.name,
+            partition,
+            SegmentRef(
+                ref.level,
+                object_id,
+                ref.start,
+                ref.length,
+                ref.span,
+                ref.records,
+                ref.min_timestamp,
+                ref.max_timestamp,
+            ),
+            ulid_time_ms(object_id),
+            producer_id="bench-own",
+            sequence=self.sequences[partition],
+            now_s=int(time.time()),
+        )
+        self.sequences[partition] += 1
+        return result.head
+
+    def run(self, flushes: int) -> Callable[[], float]:
+        log = self.log
+
+        def run() -> float:
+            started = time.perf_counter()
+            for _ in range(flushes):
+                object_id = new_ulid(log.clock)
+                log.store.put_if_absent(l0_key(log.config.prefix, object_id), self.body)
+                heads = list(
+                    self.pool.map(self.commit, range(PARTITIONS), [object_id] * PARTITIONS)
                 )
+                for head in heads:
+                    if head is not None and log.index.needs_spill(head):
+                        log.index.spill(head)
+            return time.perf_counter() - started
 
-    floor()
-    floor_seconds = timed(floor)
-    mib = flushes * per_flush * record_size / MIB
-    ours, base = mib / seconds, mib / floor_seconds
+        return run
+
+
+def one_flush(topic: str, value: bytes, keys: list[bytes]) -> tuple[bytes, list[SegmentRef]]:
+    """One flush's L0 object as the Appender writes it: its body and one ref per partition."""
+    parts: list[bytes] = []
+    refs, position = [], 0
+    now = int(time.time() * 1000)
+    for partition in range(PARTITIONS):
+        part_keys = keys[partition::PARTITIONS]
+        table = slice_table(
+            topic, partition, part_keys, [value] * len(part_keys), [now] * len(part_keys), 0
+        )
+        sink = pa.BufferOutputStream()
+        write_parquet(sink, table)
+        parts.append(sink.getvalue().to_pybytes())
+        count = len(part_keys)
+        refs.append(SegmentRef(0, "", position, len(parts[-1]), count, count, now, now))
+        position += len(parts[-1])
+    return b"".join(parts), refs
+
+
+def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
+    """1 MiB flushes of 1 KiB records over 4 partitions, sent as fast as send() takes them."""
+    log, report = bench.log, bench.report
+    topic = "produce"
+    log.create_topic(topic, partitions=PARTITIONS)
+    log.create_topic("produce-own", partitions=PARTITIONS)
+    value = os.urandom(RECORD_BYTES - KEY_BYTES)
+    keys = [b"%016d" % i for i in range(RECORDS_PER_FLUSH)]
+    producer = log.producer(batch_bytes=RECORDS_PER_FLUSH * (RECORD_BYTES + RECORD_OVERHEAD))
+    send = producer.send
+    loop_seconds: list[float] = []
+
+    def ours() -> float:
+        started = time.perf_counter()
+        for _ in range(flushes):
+            for i, key in enumerate(keys):
+                send(topic, value, key, partition=i % PARTITIONS)
+        loop_seconds.append(time.perf_counter() - started)
+        producer.flush()
+        return time.perf_counter() - started
+
+    ours()  # warm up: clients, connections, the topic cache
+    floor = ProduceFloor(log, producer.stats.bytes_put // producer.stats.objects_put)
+    own = OwnRequests(log, "produce-own", *one_flush("produce-own", value, keys))
+    sides = {
+        "ours": ours,
+        "floor, one by one": floor.run(flushes, concurrent=False),
+        "floor, concurrent": floor.run(flushes, concurrent=True),
+        "own requests": own.run(flushes),
+    }
+    for run in list(sides.values())[1:]:
+        run()  # warm up
+    bench.requests.take()
+    floor.put_seconds.clear()
+    floor.update_seconds.clear()
+    loop_seconds.clear()
+    before = dict(vars(producer.stats))
+    tally = Tally()
+
+    def ours_counted() -> float:
+        nonlocal tally
+        bench.requests.take()
+        seconds = ours()
+        tally += bench.requests.take()
+        return seconds
+
+    results = alternate(rounds, {**sides, "ours": ours_counted})
+    counts = tally.counts
+    bench.facts["floor"], bench.facts["own"] = floor, own
+    stats = {k: getattr(producer.stats, k) - v for k, v in before.items() if k != "extra"}
+    producer.close()
+
+    mib = flushes * RECORDS_PER_FLUSH * RECORD_BYTES / MIB
+    ours_rate = mib / median(results["ours"])
+    floor_name, floor_time = fastest(results, ["floor, one by one", "floor, concurrent"])
+    floor_rate = mib / floor_time
+    own_rate = mib / median(results["own requests"])
     report.add(
         Row(
-            "produce, 1 MiB flushes of 1 KiB records, 4 partitions",
-            ours,
-            base,
+            "produce: 1 MiB flushes of 1 KiB records, 4 partitions",
+            ours_rate,
             "MiB/s",
-            ">= 0.85 of floor",
-            ours / base >= 0.85,
+            floor_rate,
+            f"({floor_name}: PUT + 4 minimal conditional UpdateItems)",
+            ">= 0.85 x floor",
+            ours_rate >= 0.85 * floor_rate,
         )
     )
-    puts = counts["PutObject"] / flushes
     report.add(
         Row(
-            "S3 PUTs per flush (spills included)",
-            puts,
-            None,
-            "",
-            "1 data PUT",
-            counts["PutObject"] - stats["spills"] * 2 == flushes,
+            "produce vs objectlog's own requests from a bare loop",
+            ours_rate,
+            "MiB/s",
+            own_rate,
+            "(same PUT, same 4 commit UpdateItems, same spills)",
+            note="the library's own overhead",
         )
     )
-    report.add(Row("DynamoDB writes per flush", counts["UpdateItem"] / flushes, None, "", "", None))
-    report.notes.append(
-        f"produce time split over {flushes} flushes: encode {stats['encode_s']:.2f}s, "
-        f"PUT {stats['put_s']:.2f}s, "
-        f"commit {stats['commit_s']:.2f}s, spill {stats['spill_s']:.2f}s of {seconds:.2f}s "
-        f"(the rest is send() and the sender's batching); spills {stats['spills']}"
+    total_flushes = rounds * flushes
+    data_puts, index_puts = counts["PutObject:l0"], counts["PutObject:index"]
+    report.add(
+        Row(
+            "S3 PUTs per flush",
+            (data_puts + index_puts) / total_flushes,
+            "",
+            reference_name=f"data {data_puts / total_flushes:.2f} + index spills "
+            f"{index_puts / total_flushes:.2f} (a spill: manifest + manifest list)",
+            target="1 data PUT",
+            passed=data_puts == total_flushes,
+        )
     )
-    return {
-        "puts": counts["PutObject"],
-        "updates": counts["UpdateItem"],
-        "flushes": flushes,
-        "mib": mib,
+    report.add(
+        Row(
+            "DynamoDB writes per flush",
+            (counts["UpdateItem"] + counts["PutItem"]) / total_flushes,
+            "",
+            reference_name=f"commits {stats['commits'] / total_flushes:.2f} + spills "
+            f"{stats['spills'] / total_flushes:.2f}",
+            target="1 per touched partition",
+            passed=stats["commits"] == total_flushes * PARTITIONS,
+        )
+    )
+    per = 1000 / total_flushes
+    elapsed = sum(results["ours"])
+    put_floor = median(floor.put_seconds) * 1000
+    updates_floor = floor_time / flushes * 1000 - put_floor  # the floor's 4 UpdateItems
+    split = report.section(
+        f"produce: where the time goes ({total_flushes} flushes of 1 MiB; ms per flush)",
+        "stage",
+        "objectlog",
+        "floor",
+        "note",
+    )
+    split.rows += [
+        (
+            "send() loop, application thread",
+            f"{sum(loop_seconds) * per:.2f}",
+            "",
+            f"{sum(loop_seconds) / (total_flushes * RECORDS_PER_FLUSH) * 1e6:.2f} us per "
+            "record while the sender works (overlaps the stages below)",
+        ),
+        ("encode: Parquet slices", f"{stats['encode_s'] * per:.2f}", "", ""),
+        (
+            "PutObject",
+            f"{stats['put_s'] * per:.2f}",
+            f"{put_floor:.2f}",
+            f"{stats['bytes_put'] / stats['objects_put'] / MIB:.3f} MiB per object",
+        ),
+        (
+            "commit: 4 UpdateItems (concurrent)",
+            f"{stats['commit_s'] * per:.2f}",
+            f"{updates_floor:.2f}",
+            f"floor ({floor_name}): its flush time less its PutObject",
+        ),
+        (
+            "spills: manifest + list PUTs, UpdateItem",
+            f"{stats['spill_s'] * per:.2f}",
+            "",
+            f"{stats['spills']} spills, {stats['spill_s'] / max(1, stats['spills']) * 1000:.1f}"
+            " ms each",
+        ),
+        (
+            "rest: batching, partitioning, settling futures",
+            f"{(elapsed - sum(stats[k] for k in STAGES)) * per:.2f}",
+            "",
+            "",
+        ),
+        (
+            "total",
+            f"{elapsed * per:.2f}",
+            f"{floor_time / flushes * 1000:.2f}",
+            f"own requests, bare loop: {median(results['own requests']) / flushes * 1000:.2f}",
+        ),
+    ]
+    bench.facts["produce"] = {
+        "flushes": total_flushes,
+        "tally": tally,
+        "commits": stats["commits"],
+        "bytes": total_flushes * RECORDS_PER_FLUSH * RECORD_BYTES,
     }
 
 
-def fetch_vs_floor(log: ObjectLog, report: Report) -> dict[str, float]:
-    topic = "produce"
-    partitions = log.topic(topic).partitions
-    heads = {p: log.metadata.get_head(topic, p) for p in range(partitions)}
-    ranges = []
-    for _p, head in heads.items():
-        assert head is not None
-        for placed in log.index.placed_refs(head, 0):
-            ranges.append(
-                object_key(log.config.prefix, placed.ref.level, placed.ref.object_id)
-                + f"|{placed.ref.start}|{placed.ref.length}"
-            )
-    calls = Calls(log)
+# ---- catch-up fetch vs its floor ------------------------------------------------------------
 
-    def fetch_all() -> int:
-        positions = dict.fromkeys(range(partitions), 0)
-        total = 0
+
+def fetch_vs_floor(bench: Bench, rounds: int) -> None:
+    """Read the produce topic from offset 0 to its end, 1 MiB per partition per fetch_many
+    (Kafka's max.partition.fetch.bytes), as a consumer catching up from cold caches."""
+    log, report = bench.log, bench.report
+    topic = "produce"
+    heads = log.metadata.get_heads(topic, range(PARTITIONS))
+    payload = sum(head.next_offset for head in heads.values()) * RECORD_BYTES
+    stopwatch = Stopwatch()
+    reader = log.reader
+    groups: list[list[Range]] = []  # the ranges each fetch_many read, in order
+    read_many = reader.read_many
+
+    def recording_read_many(ranges: Sequence[Range], then: Any = None) -> list[Any]:
+        groups.append(list(ranges))
+        return read_many(ranges, then)
+
+    reader.read_many = stopwatch.wrap(GETS, recording_read_many)
+    reader._decode = stopwatch.wrap(DECODE, reader._decode)
+    log.metadata.get_heads = stopwatch.wrap("heads: BatchGetItem", log.metadata.get_heads)
+    log.index.manifest = stopwatch.wrap(MANIFESTS, log.index.manifest)
+    log.index.manifest_list = stopwatch.wrap(MANIFESTS, log.index.manifest_list)
+
+    def ours() -> float:
+        cold_caches(log)
+        groups.clear()
+        started = time.perf_counter()
+        positions = dict.fromkeys(range(PARTITIONS), 0)
+        read = 0
         while positions:
-            results = log.fetch_many(
-                [FetchRequest(topic, p, o, max_bytes=4 * MIB) for p, o in positions.items()]
-            )
+            results = log.fetch_many([FetchRequest(topic, p, o) for p, o in positions.items()])
             for result in results:
-                total += result.table.nbytes
+                read += result.table.num_rows
                 if result.next_offset >= result.high_watermark:
-                    positions.pop(result.partition)
+                    del positions[result.partition]
                 else:
                     positions[result.partition] = result.next_offset
-        return total
+        seconds = time.perf_counter() - started
+        assert read * RECORD_BYTES == payload, (read, payload)
+        return seconds
 
-    def floor() -> None:
-        client = log.store.client  # type: ignore[attr-defined]
-        for item in ranges:
-            key, start, length = item.rsplit("|", 2)
-            data = client.get_object(
-                Bucket=log.config.bucket,
-                Key=key,
-                Range=f"bytes={start}-{int(start) + int(length) - 1}",
-            )["Body"].read()
-            pq.read_table(pa.BufferReader(data))
+    s3 = log.store.client
+    bucket = log.config.bucket
+    pool = ThreadPoolExecutor(32)
 
-    fetch_all()  # warm up the async client; the slice cache is cleared below
-    log.reader._slices = type(log.reader._slices)(64)
-    calls.reset()
-    seconds = timed(fetch_all)
-    counts = calls.reset()
-    floor_seconds = timed(floor)
-    mib = sum(int(r.rsplit("|", 1)[1]) for r in ranges) / MIB
-    ours, base = mib / seconds, mib / floor_seconds
+    def get_and_decode(item: Range) -> int:
+        key, start, length = item
+        response = s3.get_object(
+            Bucket=bucket, Key=key, Range=f"bytes={start}-{start + length - 1}"
+        )
+        return int(pq.read_table(pa.BufferReader(response["Body"].read())).num_rows)
+
+    def floor_grouped() -> float:
+        started = time.perf_counter()
+        rows = sum(sum(pool.map(get_and_decode, group)) for group in recorded)
+        seconds = time.perf_counter() - started
+        assert rows * RECORD_BYTES == payload
+        return seconds
+
+    def floor_streamed() -> float:
+        started = time.perf_counter()
+        rows = sum(pool.map(get_and_decode, [r for group in recorded for r in group]))
+        seconds = time.perf_counter() - started
+        assert rows * RECORD_BYTES == payload
+        return seconds
+
+    ours()  # warm up, and learn the ranges each fetch reads
+    recorded = [list(group) for group in groups]
+    floor_grouped()
+    floor_streamed()
+    bench.requests.take()
+    stopwatch.take()
+    tally = Tally()
+
+    def ours_counted() -> float:
+        nonlocal tally
+        bench.requests.take()
+        seconds = ours()
+        tally += bench.requests.take()
+        return seconds
+
+    results = alternate(
+        rounds,
+        {
+            "ours": ours_counted,
+            "floor: the same GETs, in the same groups": floor_grouped,
+            "floor: the same GETs, 32 in flight throughout": floor_streamed,
+        },
+    )
+    pool.shutdown()
+    seconds, calls = stopwatch.take()
+    mib = payload / MIB
+    ours_rate = mib / median(results["ours"])
+    grouped = "floor: the same GETs, in the same groups"
+    floor_rate = mib / median(results[grouped])
+    streamed_rate = mib / median(results["floor: the same GETs, 32 in flight throughout"])
+    fetches = len(recorded)
     report.add(
         Row(
-            "catch-up fetch of the same data, 4 partitions",
-            ours,
-            base,
+            f"catch-up fetch: {mib:.0f} MiB, 4 partitions, 1 MiB each per fetch_many",
+            ours_rate,
             "MiB/s",
-            ">= 0.85 of floor",
-            ours / base >= 0.85,
+            floor_rate,
+            f"(ranged GETs of the same slices, {fetches} groups as the fetches issue them, "
+            "+ pq.read_table)",
+            ">= 0.85 x floor",
+            ours_rate >= 0.85 * floor_rate,
         )
     )
-    return {"gets": len(ranges), "getitems": counts["GetItem"] + counts["BatchGetItem"], "mib": mib}
+    report.add(
+        Row(
+            "catch-up fetch vs the same GETs without fetch boundaries",
+            ours_rate,
+            "MiB/s",
+            streamed_rate,
+            "(32 in flight throughout, as no fetch API can)",
+        )
+    )
+    total = sum(results["ours"])
+    split = report.section(
+        f"fetch: where the time goes ({rounds} catch-ups of {mib:.0f} MiB in {fetches} "
+        "fetch_many calls each; ms per MiB)",
+        "stage",
+        "objectlog",
+        "floor",
+        "note",
+    )
+    per = 1000 / (mib * rounds)
+    accounted = 0.0
+    for name, value in seconds.items():
+        split.rows.append(
+            (
+                name,
+                f"{value * per:.2f}",
+                "",
+                f"{calls[name] / rounds:.0f} calls per catch-up, "
+                f"{value / calls[name] * 1000:.2f} ms each",
+            )
+        )
+        accounted += 0 if name == DECODE else value
+    split.rows.append(("rest: plan, concat, trim", f"{(total - accounted) * per:.2f}", "", ""))
+    split.rows.append(
+        (
+            "total",
+            f"{total * per:.2f}",
+            f"{median(results[grouped]) / mib * 1000:.2f}",
+            "floor: GETs + decode, same groups",
+        )
+    )
+    bench.facts["fetch"] = {
+        "rounds": rounds,
+        "tally": tally,
+        "bytes": payload,
+        "heads_ms": seconds["heads: BatchGetItem"] / calls["heads: BatchGetItem"] * 1000,
+    }
+    report.note(
+        f"requests per catch-up of {mib:.0f} MiB: "
+        + ", ".join(f"{k} {v / rounds:.0f}" for k, v in sorted(tally.counts.items()))
+    )
+
+
+# ---- what each request costs on this endpoint ---------------------------------------------
+
+
+def request_costs(bench: Bench, rounds: int, calls: int) -> None:
+    """Each kind of request the benchmarks make, one at a time (no concurrency), median ms."""
+    log, report = bench.log, bench.report
+    floor: ProduceFloor = bench.facts["floor"]
+    own: OwnRequests = bench.facts["own"]
+    heads = log.metadata.get_heads("produce", range(PARTITIONS))
+    placed = next(iter(log.index.placed_refs(heads[0], 0)))
+    key = object_key(log.config.prefix, placed.ref.level, placed.ref.object_id)
+    spills: list[float] = []
+
+    def commit() -> None:
+        object_id = new_ulid(log.clock)
+        head = own.commit(0, object_id)
+        if head is not None and log.index.needs_spill(head):
+            started = time.perf_counter()
+            log.index.spill(head)
+            spills.append(time.perf_counter() - started)
+
+    kinds: dict[str, tuple[Callable[[], object], str]] = {
+        "PutObject": (floor.put, f"{len(floor.body) / MIB:.2f} MiB, If-None-Match: *"),
+        "UpdateItem, the floor's": (
+            lambda: floor.update(0),
+            "SET sq = :seq ADD nx :n, condition on sq, UPDATED_NEW",
+        ),
+        "UpdateItem, objectlog's commit": (
+            commit,
+            "list_append ref, 3 producer-state paths, next, 2 counters; 3-clause condition; "
+            "ALL_NEW",
+        ),
+        "GetObject, one slice": (
+            lambda: log.store.get_range(key, placed.ref.start, placed.ref.length),
+            f"{placed.ref.length / 1024:.0f} KiB ranged GET",
+        ),
+        "GetItem, one head": (lambda: log.metadata.get_head("produce", 0), "strongly consistent"),
+        "BatchGetItem, 4 heads": (
+            lambda: log.metadata.get_heads("produce", range(PARTITIONS)),
+            "what each fetch_many reads first",
+        ),
+    }
+
+    def timing(function: Callable[[], object]) -> Callable[[], float]:
+        def run() -> float:
+            started = time.perf_counter()
+            for _ in range(calls):
+                function()
+            return (time.perf_counter() - started) / calls
+
+        return run
+
+    results = alternate(rounds, {name: timing(f) for name, (f, _) in kinds.items()})
+    section = report.section(
+        "what each request costs on this endpoint (one at a time; median ms)",
+        "request",
+        "ms",
+        "what it is",
+    )
+    for name, (_, what) in kinds.items():
+        section.rows.append((name, f"{median(results[name]) * 1000:.2f}", what))
+    if spills:
+        section.rows.append(
+            (
+                "spill",
+                f"{median(spills) * 1000:.2f}",
+                "manifest PUT + manifest list PUT + UpdateItem (REMOVE 14 refs, SET 3; "
+                "condition on the index epoch)",
+            )
+        )
+    floor.pool.shutdown()
+    own.pool.shutdown()
 
 
 # ---- client cost per record -----------------------------------------------------------------
 
 
-def send_cost(log: ObjectLog, report: Report, records: int) -> None:
-    import gc
-
+def send_cost(bench: Bench, rounds: int, records: int) -> None:
+    """send() and produce() vs confluent-kafka's produce(), which only queues here (its
+    bootstrap server is a closed port): the same 1 KiB records, alternating rounds."""
     from confluent_kafka import Producer as KafkaProducer
 
-    log.create_topic("cost", partitions=4)
-    value = b"v" * 100
-    keys = [b"key-%012d" % i for i in range(records)]
-
-    def ours(method: str) -> float:
-        producer = log.producer(linger_ms=60_000, batch_bytes=1 << 30, buffer_memory=1 << 31)
-        call = getattr(producer, method)
-        gc.collect()
-        started = time.perf_counter()
-        for key in keys:
-            call("cost", value, key)
-        seconds = time.perf_counter() - started
-        producer.flush()
-        producer.close()
-        return seconds / records * 1e6
-
+    log, report = bench.log, bench.report
+    log.create_topic("cost", partitions=PARTITIONS)
+    value = os.urandom(RECORD_BYTES - KEY_BYTES)
+    keys = [b"%016d" % i for i in range(records)]
+    producer = log.producer(linger_ms=600_000, batch_bytes=1 << 30, buffer_memory=1 << 31)
     kafka = KafkaProducer(
         {
             "bootstrap.servers": f"127.0.0.1:{free_port()}",
             "queue.buffering.max.messages": 10_000_000,
             "queue.buffering.max.kbytes": 2_000_000,
-            "linger.ms": 60_000,
             "log_level": 0,
         }
     )
 
+    def ours(method: str) -> Callable[[], float]:
+        call = getattr(producer, method)
+
+        def run() -> float:
+            started = time.perf_counter()
+            for key in keys:
+                call("cost", value, key)
+            seconds = time.perf_counter() - started
+            producer.flush()  # not timed: one object of this round's records
+            return seconds
+
+        return run
+
     def theirs() -> float:
         produce = kafka.produce
-        gc.collect()
         started = time.perf_counter()
         for key in keys:
             produce("cost", value, key)
-        return (time.perf_counter() - started) / records * 1e6
+        seconds = time.perf_counter() - started
+        kafka.purge()
+        return seconds
 
-    reference = theirs()
-    kafka.purge()
-    send_us, produce_us = ours("send"), ours("produce")
-    report.add(
-        Row(
-            "send() per record (returns a future) vs confluent-kafka produce()",
-            send_us,
-            reference,
-            "us",
-            "<= 2x librdkafka",
-            send_us <= 2 * reference,
+    sides = {"send": ours("send"), "produce": ours("produce"), "confluent": theirs}
+    for run in sides.values():
+        run()
+    results = alternate(rounds, sides)
+    producer.close()
+    us = {name: median(values) / records * 1e6 for name, values in results.items()}
+    reference = us["confluent"]
+    for name, label in (
+        ("send", "send() per record (returns a future)"),
+        ("produce", "produce() per record (no future; optional on_delivery)"),
+    ):
+        report.add(
+            Row(
+                f"{label}, 1 KiB records",
+                us[name],
+                "us",
+                reference,
+                "confluent-kafka produce()",
+                "<= 2 x confluent-kafka",
+                us[name] <= 2 * reference,
+            )
         )
-    )
-    report.add(
-        Row(
-            "produce() per record (callback, no future) vs confluent-kafka produce()",
-            produce_us,
-            reference,
-            "us",
-            "<= 2x librdkafka",
-            produce_us <= 2 * reference,
-        )
-    )
 
 
-def batch_path(log: ObjectLog, report: Report, records: int) -> None:
-    log.create_topic("columnar", partitions=4)
+def batch_path(bench: Bench, rounds: int, records: int) -> None:
+    """Producer.send_table: one pyarrow Table per call, keyed over 4 partitions."""
+    log, report = bench.log, bench.report
+    log.create_topic("columnar", partitions=PARTITIONS)
+    value_bytes = 100
     table = pa.table(
         {
-            "key": pa.array([b"key-%012d" % i for i in range(records)], pa.binary()),
-            "value": pa.array([b"v" * 100] * records, pa.binary()),
+            "key": pa.array([b"%016d" % i for i in range(records)], pa.binary()),
+            "value": pa.array([os.urandom(value_bytes)] * records, pa.binary()),
         }
     )
-    with log.producer() as producer:
-        producer.send_table("columnar", table.slice(0, 1000))
-        before = vars(producer.stats).copy()
-        seconds = timed(lambda: producer.send_table("columnar", table))
-        io = (producer.stats.put_s - before["put_s"]) + (
-            producer.stats.commit_s - before["commit_s"]
+    client: list[float] = []
+    producer = log.producer()
+    producer.send_table("columnar", table)  # warm up, and learn the object's size
+    object_bytes = producer.stats.bytes_put // producer.stats.objects_put
+
+    def ours() -> float:
+        before = dict(vars(producer.stats))
+        started = time.perf_counter()
+        producer.send_table("columnar", table)
+        seconds = time.perf_counter() - started
+        client.append(
+            seconds - sum(getattr(producer.stats, k) - before[k] for k in ("put_s", "commit_s"))
         )
-    client = records / (seconds - io)
+        return seconds
+
+    floor = ProduceFloor(log, object_bytes)
+    results = alternate(rounds, {"ours": ours, "floor": floor.run(1, concurrent=True)})
+    floor.pool.shutdown()
+    producer.close()
+    rate = records / median(client)
     report.add(
         Row(
-            "columnar send_table, client side (partition + encode; no I/O)",
-            client,
-            None,
+            f"send_table: {records:,} records of {KEY_BYTES} B key + {value_bytes} B value, "
+            "client side (partition, group, encode)",
+            rate,
             "records/s",
-            ">= 1M records/s",
-            client >= 1_000_000,
+            target=">= 1M records/s",
+            passed=rate >= 1_000_000,
         )
     )
     report.add(
         Row(
-            "columnar send_table, end to end (incl. PUT of ~150 MB to moto)",
-            records / seconds,
-            None,
+            "send_table end to end, incl. its PutObject and 4 commits",
+            records / median(results["ours"]),
             "records/s",
-            "",
-            None,
+            records / median(results["floor"]),
+            f"(PUT of the same {object_bytes / MIB:.0f} MiB + 4 UpdateItems)",
         )
     )
 
 
-def http_vs_direct(log: ObjectLog, api_url: str, report: Report, requests_: int) -> None:
-    """Produce and fetch through the local API Gateway + handlers vs the library directly."""
+# ---- the HTTP API --------------------------------------------------------------------------
+
+
+def http_vs_direct(bench: Bench, rounds: int, requests: int) -> None:
+    """Produce and fetch through the local API Gateway and handlers vs the library directly,
+    against the same bucket and table (the ones `objectlog dev` serves its API from)."""
     from objectlog.http_client import HttpObjectLog
 
-    log.create_topic("http", partitions=1)
-    remote = HttpObjectLog(api_url)
-    value = b"h" * 1024
+    report = bench.report
+    direct = ObjectLog(
+        Config.from_env(
+            bucket=DEV_BUCKET,
+            table=DEV_TABLE,
+            s3_endpoint=bench.endpoint.url,
+            dynamodb_endpoint=bench.endpoint.url,
+        )
+    )
+    direct.create_topic("http", partitions=1)
+    remote = HttpObjectLog(bench.endpoint.api_url)
+    value = os.urandom(RECORD_BYTES)
     batch = 100  # records per request
+    offsets = {"direct": 0, "http": 0}
 
-    def produce(target: ObjectLog | HttpObjectLog) -> float:
-        with target.producer(linger_ms=0) as producer:
+    def produce(target: ObjectLog | HttpObjectLog) -> Callable[[], float]:
+        def run() -> float:
+            with target.producer(linger_ms=10_000) as producer:  # flush() cuts each request
+                started = time.perf_counter()
+                for _ in range(requests):
+                    for _ in range(batch):
+                        producer.send("http", value)
+                    producer.flush()
+                return (time.perf_counter() - started) / requests
+
+        return run
+
+    def fetch(target: ObjectLog | HttpObjectLog, name: str) -> Callable[[], float]:
+        def run() -> float:
             started = time.perf_counter()
-            for _ in range(requests_):
-                futures = [producer.send("http", value) for _ in range(batch)]
-                producer.flush()
-                futures[-1].result()
-            return (time.perf_counter() - started) / requests_ * 1000
+            for _ in range(requests):
+                result = target.fetch("http", 0, offsets[name], max_records=batch)
+                offsets[name] = result.next_offset
+            return (time.perf_counter() - started) / requests
 
-    def fetch(target: ObjectLog | HttpObjectLog) -> float:
-        started = time.perf_counter()
-        for i in range(requests_):
-            target.fetch("http", 0, i * batch, max_records=batch)
-        return (time.perf_counter() - started) / requests_ * 1000
+        return run
 
-    direct_produce, http_produce = produce(log), produce(remote)
-    direct_fetch, http_fetch = fetch(log), fetch(remote)
+    results = alternate(
+        rounds,
+        {
+            "produce direct": produce(direct),
+            "produce http": produce(remote),
+            "fetch direct": fetch(direct, "direct"),
+            "fetch http": fetch(remote, "http"),
+        },
+    )
     remote.close()
-    report.add(
-        Row(
-            f"produce {batch} x 1 KiB per request, over HTTP vs direct",
-            http_produce,
-            direct_produce,
-            "ms",
-            "",
-            None,
-            f"HTTP layer +{http_produce - direct_produce:.1f} ms",
+    direct.close()
+    for kind, what in (("produce", f"{batch} x 1 KiB"), ("fetch", f"{batch} records")):
+        http_ms = median(results[f"{kind} http"]) * 1000
+        direct_ms = median(results[f"{kind} direct"]) * 1000
+        report.add(
+            Row(
+                f"{kind} {what} per request, over the HTTP API vs the library directly",
+                http_ms,
+                "ms",
+                direct_ms,
+                "direct",
+                note=f"the HTTP layer adds {http_ms - direct_ms:.1f} ms",
+            )
         )
-    )
-    report.add(
-        Row(
-            f"fetch {batch} records per request, over HTTP vs direct",
-            http_fetch,
-            direct_fetch,
-            "ms",
-            "",
-            None,
-            f"HTTP layer +{http_fetch - direct_fetch:.1f} ms",
-        )
-    )
 
 
-# ---- contention and growth ------------------------------------------------------------------
+# ---- contention -----------------------------------------------------------------------------
 
 
-def contention(log: ObjectLog, report: Report, flushes: int) -> None:
+def contention(bench: Bench, flushes: int) -> None:
+    """16 producers (threads of this process) on one partition vs one producer, same work."""
+    log, report = bench.log, bench.report
     log.create_topic("contended")
-    value = b"x" * 1024
+    value = os.urandom(RECORD_BYTES - KEY_BYTES)
     per_flush = 64
 
     def run(producers: int) -> float:
         def work() -> None:
-            with log.producer(linger_ms=0) as producer:
+            with log.producer(linger_ms=10_000) as producer:  # flush() cuts each batch
                 for _ in range(flushes // producers):
-                    futures = [producer.send("contended", value) for _ in range(per_flush)]
+                    for _ in range(per_flush):
+                        producer.send("contended", value)
                     producer.flush()
-                    futures[-1].result()
 
         threads = [threading.Thread(target=work) for _ in range(producers)]
         started = time.perf_counter()
@@ -485,125 +852,238 @@ def contention(log: ObjectLog, report: Report, flushes: int) -> None:
             thread.start()
         for thread in threads:
             thread.join()
-        return (flushes // producers) * producers * per_flush / (time.perf_counter() - started)
+        return flushes * per_flush / (time.perf_counter() - started)
 
-    one = run(1)
-    sixteen = run(16)
+    run(1)
+    results = alternate(2, {"1": lambda: run(1), "16": lambda: run(16)})
+    one, sixteen = median(results["1"]), median(results["16"])
+    head = log.metadata.get_head("contended", 0)
+    assert head is not None and head.next_offset >= 5 * flushes * per_flush
     report.add(
         Row(
-            "16 producers on one partition vs 1 producer",
+            f"16 producers on one partition ({per_flush} x 1 KiB per flush)",
             sixteen,
-            one,
             "records/s",
-            ">= 0.5 of one",
-            sixteen / one >= 0.5,
+            one,
+            "1 producer, same flushes",
+            ">= 0.5 x one producer",
+            sixteen >= 0.5 * one,
         )
     )
 
 
-def growth(log: ObjectLog, report: Report, flushes: int) -> None:
+# ---- dollars --------------------------------------------------------------------------------
+
+
+def costs(bench: Bench) -> None:
+    """Requests counted by kind, priced at AWS list prices, per GB produced and read once."""
+    report = bench.report
+    produced, fetched = bench.facts["produce"], bench.facts["fetch"]
+    written: Tally = produced["tally"]
+    read: Tally = fetched["tally"]
+    head_bytes = float(np.mean(written.written))
+    write_units = float(np.mean([_units(size, 1024) for size in written.written]))
+    read_units = sum(_units(size, 4096) for size in read.read)
+    gb_produced = produced["bytes"] / 1e9
+    gb_read = fetched["bytes"] * fetched["rounds"] / 1e9
+    pc, fc = written.counts, read.counts
+    lines = [
+        (
+            "S3 PUT: data + manifests",
+            (pc["PutObject:l0"] + pc["PutObject:index"]) / gb_produced,
+            S3_PUT_PER_1000 / 1000,
+        ),
+        (
+            f"DynamoDB write units: commits + spills, {write_units:.2f} WRU each",
+            (pc["UpdateItem"] + pc["PutItem"]) * write_units / gb_produced,
+            DDB_WRU_PER_MILLION / 1e6,
+        ),
+        (
+            "S3 GET: slices + manifests",
+            (fc["GetObject:l0"] + fc["GetObject:index"]) / gb_read,
+            S3_GET_PER_1000 / 1000,
+        ),
+        ("DynamoDB read units: heads", read_units / gb_read, DDB_RRU_PER_MILLION / 1e6),
+    ]
+    section = report.section(
+        "request cost per GB produced and read once (AWS list prices, us-east-1)",
+        "requests",
+        "per GB",
+        "price per million",
+        "USD per GB",
+    )
+    total = 0.0
+    for name, per_gb, price in lines:
+        section.rows.append(
+            (name, f"{per_gb:,.0f}", f"${price * 1e6:.3f}", f"{per_gb * price:.4f}")
+        )
+        total += per_gb * price
+    section.rows.append(("total", "", "", f"{total:.4f}"))
+    report.add(Row("request cost per GB produced and read once", total, "USD"))
+    report.note(
+        "cost workload: 1 MiB flushes of 1 KiB records over 4 partitions (4 commits per flush), "
+        "read once by a catch-up consumer (1 MiB per partition per fetch); head item "
+        f"{head_bytes:.0f} B on average, measured from the items the commits returned "
+        f"({write_units:.2f} WRU per write). Prices: S3 PUT $0.005 and GET $0.0004 per 1,000; "
+        "DynamoDB on-demand $0.625 per million WRU (1 per KiB of the whole item), $0.125 per "
+        "million RRU (strongly consistent, 1 per 4 KiB). Storage and transfer not included."
+    )
+
+
+def _units(size: int, unit: int) -> int:
+    return max(1, -(-size // unit))
+
+
+# ---- growth (--long) ------------------------------------------------------------------------
+
+
+def growth(bench: Bench, flushes: int, window: int) -> None:
+    """Flushes of one 4 KiB record to one partition: are produce and fetch as fast after
+    `flushes` as after the first `window`?"""
+    log, report = bench.log, bench.report
     log.create_topic("growth")
-    value = b"g" * 4096
+    value = os.urandom(4096 - KEY_BYTES)
     producer = log.producer(linger_ms=0)
 
     def produce(n: int) -> float:
         started = time.perf_counter()
-        for _ in range(n):
-            producer.send("growth", value).result()
+        for i in range(n):
+            producer.send("growth", value, b"%016d" % i).result()
         return n / (time.perf_counter() - started)
 
     def fetch(start: int, n: int) -> float:
+        cold_caches(log)
         started = time.perf_counter()
         offset = start
         while offset < start + n:
             offset = log.fetch("growth", 0, offset, max_records=64).next_offset
         return n / (time.perf_counter() - started)
 
-    early_produce = produce(1000)
-    early_fetch = fetch(0, 1000)
-    produce(flushes - 2000)
-    late_produce = produce(1000)
-    late_fetch = fetch(flushes - 1000, 1000)
+    def fresh_topic_rates() -> tuple[float, float]:
+        """A new topic's rates right now: the machine's speed at this moment, for reference."""
+        name = f"control-{uuid.uuid4().hex[:6]}"
+        log.create_topic(name)
+        with log.producer(linger_ms=0) as fresh:
+            started = time.perf_counter()
+            for i in range(200):
+                fresh.send(name, value, b"%016d" % i).result()
+            produced = 200 / (time.perf_counter() - started)
+        cold_caches(log)
+        started = time.perf_counter()
+        offset = 0
+        while offset < 200:
+            offset = log.fetch(name, 0, offset, max_records=64).next_offset
+        return produced, 200 / (time.perf_counter() - started)
+
+    console.print(f"  growth: {flushes:,} flushes of one 4 KiB record to one partition ...")
+    early_produce = produce(window)
+    early_fetch = median([fetch(0, window) for _ in range(3)])
+    early_control = fresh_topic_rates()
+    done = window
+    step = max(window, (flushes - 2 * window) // 10)
+    while done < flushes - window:
+        n = min(step, flushes - window - done)
+        rate = produce(n)
+        done += n
+        console.print(f"    {done:,} flushes, {rate:.0f} flushes/s")
+    late_produce = produce(window)
+    late_fetch = median([fetch(flushes - window, window) for _ in range(3)])
+    deep_fetch = fetch(flushes // 2, window)
+    late_control = fresh_topic_rates()
     producer.close()
+    head = log.metadata.get_head("growth", 0)
+    assert head is not None and head.next_offset == flushes
+    manifests = (
+        len(log.index.manifest_list(head.manifest_list).entries) if head.manifest_list else 0
+    )
     report.add(
         Row(
-            f"produce rate after {flushes:,} flushes of 4 KiB vs after 1,000",
+            f"produce rate after {flushes:,} flushes of 4 KiB vs after the first {window:,}",
             late_produce,
-            early_produce,
             "flushes/s",
+            early_produce,
+            "",
             ">= 0.8",
-            late_produce / early_produce >= 0.8,
+            late_produce >= 0.8 * early_produce,
         )
     )
     report.add(
         Row(
-            f"fetch rate after {flushes:,} flushes vs after 1,000",
+            f"fetch rate (64 records per fetch) of the last {window:,} vs the first {window:,} "
+            "(read right after them)",
             late_fetch,
-            early_fetch,
             "records/s",
+            early_fetch,
+            "",
             ">= 0.8",
-            late_fetch / early_fetch >= 0.8,
+            late_fetch >= 0.8 * early_fetch,
         )
     )
-
-
-# ---- dollars ------------------------------------------------------------------------------
-
-
-def costs(
-    log: ObjectLog, report: Report, produced: dict[str, float], fetched: dict[str, float]
-) -> None:
-    head = log.metadata.client.get_item(  # type: ignore[attr-defined]
-        TableName=log.config.table, Key={"pk": {"S": "part#produce#0"}, "sk": {"S": "head"}}
-    )["Item"]
-    head_bytes = len(str(head))  # attribute names + values: close to DynamoDB's item size
-    wru_per_write = -(-head_bytes // 1024)
-    gb = produced["mib"] / 1024
-    put_cost = produced["puts"] * S3_PUT_PER_1000 / 1000
-    write_cost = produced["updates"] * wru_per_write * DDB_WRU_PER_MILLION / 1e6
-    get_cost = fetched["gets"] * S3_GET_PER_1000 / 1000
-    read_cost = fetched["getitems"] * DDB_RRU_PER_MILLION / 1e6
-    per_gb = (put_cost + write_cost + get_cost + read_cost) / gb
-    report.add(Row("request cost per GB produced and read once", per_gb, None, "USD", "", None))
-    report.notes.append(
-        "cost workload: 1 MiB flushes of 1 KiB records over 4 partitions; "
-        f"head item ~{head_bytes} B "
-        f"({wru_per_write} WRU per commit); per GB: S3 PUT ${put_cost / gb:.4f}, DynamoDB writes "
-        f"${write_cost / gb:.4f}, S3 GET ${get_cost / gb:.5f}, "
-        f"DynamoDB reads ${read_cost / gb:.6f}. "
-        f"Prices: S3 PUT ${S3_PUT_PER_1000}/1k, GET ${S3_GET_PER_1000}/1k, DynamoDB on-demand "
-        f"${DDB_WRU_PER_MILLION}/M WRU, ${DDB_RRU_PER_MILLION}/M RRU (us-east-1). "
-        "Storage not included."
+    report.add(
+        Row(
+            f"fetch rate from the middle ({flushes // 2:,}), after {flushes:,}",
+            deep_fetch,
+            "records/s",
+            early_fetch,
+            "",
+        )
     )
+    report.note(
+        f"growth: {manifests} manifests listed in the head's manifest list; a fresh topic's "
+        f"rates, as a measure of the machine at each moment: produce {early_control[0]:.0f} "
+        f"then {late_control[0]:.0f} flushes/s, fetch {early_control[1]:.0f} then "
+        f"{late_control[1]:.0f} records/s"
+    )
+
+
+# ---- main -----------------------------------------------------------------------------------
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--long", action="store_true", help="add the 20,000-flush growth run")
-    parser.add_argument("--flushes", type=int, default=30, help="1 MiB flushes for produce/fetch")
+    parser.add_argument("--rounds", type=int, default=7, help="alternating rounds per comparison")
+    parser.add_argument("--flushes", type=int, default=10, help="1 MiB flushes per produce round")
+    parser.add_argument(
+        "--growth", type=int, default=20_000, metavar="FLUSHES", help="flushes in --long"
+    )
+    parser.add_argument(
+        "--growth-only", action="store_true", help="run only the growth benchmark (with --long)"
+    )
     args = parser.parse_args()
     report = Report()
-    with embedded_server() as (endpoint, api_url):
-        console.print(
-            f"embedded AWS endpoint {endpoint} (separate process), Python {sys.version.split()[0]}"
-        )
-        log = connect(endpoint)
-        produced = produce_vs_floor(log, report, args.flushes)
-        fetched = fetch_vs_floor(log, report)
-        send_cost(log, report, 200_000)
-        batch_path(log, report, 1_000_000)
-        contention(log, report, 320)
-        # the API serves objectlog dev's default bucket and table: use them directly too
-        served = ObjectLog(Config.from_env(s3_endpoint=endpoint, dynamodb_endpoint=endpoint))
-        http_vs_direct(served, api_url, report, 50)
-        served.close()
-        costs(log, report, produced, fetched)
-        if args.long:
-            growth(log, report, 20_000)
-        log.close()
-    console.print(report.table())
-    for note in report.notes:
-        console.print(f"- {note}")
+    started = time.perf_counter()
+
+    def produce_and_fetch(bench: Bench) -> None:
+        produce_vs_floor(bench, args.rounds, args.flushes)
+        fetch_vs_floor(bench, args.rounds)
+        costs(bench)
+        request_costs(bench, args.rounds, 10)
+
+    sections: list[Callable[[Bench], None]] = []
+    if not args.growth_only:
+        sections += [
+            produce_and_fetch,
+            lambda bench: send_cost(bench, args.rounds, 30_000),
+            lambda bench: batch_path(bench, 3, 1_000_000),
+            lambda bench: contention(bench, 320),
+            lambda bench: http_vs_direct(bench, 3, 20),
+        ]
+    if args.long or args.growth_only:
+        sections.append(lambda bench: growth(bench, args.growth, min(1_000, args.growth // 10)))
+    console.print(
+        f"client: Python {sys.version.split()[0]}, pyarrow {pa.__version__}, "
+        f"{os.cpu_count()} CPUs shared with the server; each section below starts its own "
+        "`objectlog dev` in a separate process"
+    )
+    for section in sections:
+        # A fresh server per section: moto's memory and state do not carry from one to the next.
+        with embedded_endpoint() as endpoint:
+            log = connect(endpoint)
+            section(Bench(endpoint, log, Requests(log), report))
+            log.close()
+    report.print()
+    console.print(f"total {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -2,14 +2,15 @@
 
 The fetch path asks for many slices at once (several partitions, several segments); this
 reader issues them concurrently over one aiohttp connection pool and hands back bytes, so
-callers stay synchronous.
+callers stay synchronous. A caller's ``then`` (the fetch path's Parquet decode) runs on the
+reader's loop as each range arrives, while the other GETs are still in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -22,6 +23,7 @@ from objectlog.config import Config
 from objectlog.errors import ObjectLogError
 
 Range = tuple[str, int, int]  # key, start, length
+Then = Callable[[int, bytes], Any]  # (the range's index, its bytes) -> what read_many returns
 
 
 class AsyncRangeReader:
@@ -62,28 +64,33 @@ class AsyncRangeReader:
             except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
                 raise translate(e, what=f"GetObject {key}", idempotent=True) from e
 
-    async def _get_all(self, ranges: Sequence[Range]) -> list[bytes | ObjectLogError]:
-        results = await asyncio.gather(*(self._get(*r) for r in ranges), return_exceptions=True)
-        out: list[bytes | ObjectLogError] = []
+    async def _get_then(self, index: int, r: Range, then: Then | None) -> Any:
+        data = await self._get(*r)
+        return data if then is None else then(index, data)
+
+    async def _get_all(self, ranges: Sequence[Range], then: Then | None) -> list[Any]:
+        results = await asyncio.gather(
+            *(self._get_then(i, r, then) for i, r in enumerate(ranges)), return_exceptions=True
+        )
+        out: list[Any] = []
         for result in results:
-            if isinstance(result, ObjectLogError | bytes):
-                out.append(result)
-            elif isinstance(result, BaseException):
-                out.append(
-                    translate(
-                        result if isinstance(result, Exception) else Exception(result),
-                        what="GetObject",
-                        idempotent=True,
-                    )
+            if isinstance(result, BaseException) and not isinstance(result, ObjectLogError):
+                result = translate(
+                    result if isinstance(result, Exception) else Exception(result),
+                    what="GetObject",
+                    idempotent=True,
                 )
+            out.append(result)
         return out
 
-    def read_many(self, ranges: Sequence[Range]) -> list[bytes | ObjectLogError]:
-        """Each range's bytes, or the objectlog error reading it raised, in order."""
+    def read_many(self, ranges: Sequence[Range], then: Then | None = None) -> list[Any]:
+        """Each range's bytes, or then(index, bytes) if given, or the objectlog error reading
+        it raised, in order. then runs on this reader's loop as each range arrives, so it
+        should be short and should not raise (the fetch path's decode returns its errors)."""
         if not ranges:
             return []
-        future: Future[list[bytes | ObjectLogError]] = asyncio.run_coroutine_threadsafe(
-            self._get_all(ranges), self._loop
+        future: Future[list[Any]] = asyncio.run_coroutine_threadsafe(
+            self._get_all(ranges, then), self._loop
         )
         return future.result()
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +30,23 @@ RESOLVE_ATTEMPTS = 3
 POLL_START_S = 0.01
 POLL_MAX_S = 0.1
 
-ReadMany = Callable[[Sequence[tuple[str, int, int]]], list["bytes | ObjectLogError"]]
+
+class ReadMany(Protocol):
+    """Reads byte ranges: each one's bytes, or then(index, bytes) as it arrives, or the
+    ObjectLogError reading it raised."""
+
+    def __call__(
+        self,
+        ranges: Sequence[tuple[str, int, int]],
+        then: Callable[[int, bytes], Any] | None = None,
+    ) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class _Undecodable:
+    """A slice whose bytes did not decode; raised by the caller, not by the reader."""
+
+    error: Exception
 
 
 @dataclass(frozen=True)
@@ -170,30 +187,53 @@ class Reader:
     def _read_plans(
         self, plans: dict[int, list[PlacedRef]]
     ) -> tuple[dict[int, list[pa.Table]], dict[int, ObjectLogError]]:
+        # Slices found in the cache are held here: putting the ones read below may evict them.
+        tables_by_range: dict[tuple[str, int, int], pa.Table] = {}
         wanted: list[tuple[str, int, int]] = []
+        wanted_refs: list[PlacedRef] = []
+        seen: set[tuple[str, int, int]] = set()
         for placed_refs in plans.values():
             for placed in placed_refs:
                 key = self._range(placed)
-                if self._slices.get(key) is None and key not in wanted:
+                if key in seen:
+                    continue
+                seen.add(key)
+                table = self._slices.get(key)
+                if table is None:
                     wanted.append(key)
-        fetched = dict(zip(wanted, self.read_many(wanted), strict=True))
+                    wanted_refs.append(placed)
+                else:
+                    tables_by_range[key] = table
+
+        def decode(index: int, data: bytes) -> pa.Table | _Undecodable:
+            # Runs as each GET completes, while the others are still in flight.
+            try:
+                return self._decode(wanted_refs[index], data)
+            except Exception as e:
+                return _Undecodable(e)
+
+        failed: dict[tuple[str, int, int], ObjectLogError] = {}
+        for key, result in zip(wanted, self.read_many(wanted, decode), strict=True):
+            if isinstance(result, _Undecodable):
+                raise result.error
+            if isinstance(result, ObjectLogError):
+                failed[key] = result
+            else:
+                tables_by_range[key] = result
+                self._slices.put(key, result)
         tables: dict[int, list[pa.Table]] = {}
         missing: dict[int, ObjectLogError] = {}
         for i, placed_refs in plans.items():
             tables[i] = []
             for placed in placed_refs:
                 key = self._range(placed)
-                table = self._slices.get(key)
-                if table is None:
-                    data = fetched[key]
-                    if isinstance(data, ObjectNotFound):
-                        missing[i] = data
-                        break
-                    if isinstance(data, ObjectLogError):
-                        raise data
-                    table = self._decode(placed, data)
-                    self._slices.put(key, table)
-                tables[i].append(table)
+                error = failed.get(key)
+                if isinstance(error, ObjectNotFound):
+                    missing[i] = error
+                    break
+                if error is not None:
+                    raise error
+                tables[i].append(tables_by_range[key])
         return tables, missing
 
     def _range(self, placed: PlacedRef) -> tuple[str, int, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
@@ -13,7 +13,7 @@ from objectlog.appender import Appender
 from objectlog.async_reader import AsyncRangeReader
 from objectlog.clock import Clock, SystemClock, new_ulid
 from objectlog.config import Config
-from objectlog.errors import InvalidRequest, TopicNotFound
+from objectlog.errors import InvalidRequest, ObjectLogError, TopicNotFound
 from objectlog.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
 from objectlog.index_store import IndexStore
 from objectlog.metadata import ACTIVE, DELETING, DynamoMetadata
@@ -241,18 +241,22 @@ class ObjectLog:
             )
         return self._reader
 
-    def _read_many(self, ranges: Sequence[tuple[str, int, int]]) -> list[Any]:
-        if not isinstance(self.store, S3ObjectStore):
-            return [self._read_one(*r) for r in ranges]
-        if len(ranges) == 1 or not self.concurrent_reads:
-            return [self._read_one(*r) for r in ranges]
-        if self._range_reader is None:
-            self._range_reader = AsyncRangeReader(self.config)
-        return self._range_reader.read_many(ranges)
+    def _read_many(
+        self,
+        ranges: Sequence[tuple[str, int, int]],
+        then: Callable[[int, bytes], Any] | None = None,
+    ) -> list[Any]:
+        """Each range's bytes (or then(index, bytes)), or the ObjectLogError reading it raised."""
+        if isinstance(self.store, S3ObjectStore) and len(ranges) > 1 and self.concurrent_reads:
+            if self._range_reader is None:
+                self._range_reader = AsyncRangeReader(self.config)
+            return self._range_reader.read_many(ranges, then)
+        results = [self._read_one(*r) for r in ranges]
+        if then is None:
+            return results
+        return [r if isinstance(r, ObjectLogError) else then(i, r) for i, r in enumerate(results)]
 
     def _read_one(self, key: str, start: int, length: int) -> Any:
-        from objectlog.errors import ObjectLogError
-
         try:
             return self.store.get_range(key, start, length)
         except ObjectLogError as e:

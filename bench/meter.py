@@ -1,0 +1,142 @@
+"""Counting AWS requests (botocore event hooks) and timing library stages."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from objectlog.async_reader import AsyncRangeReader
+from objectlog.log import ObjectLog
+
+
+@dataclass
+class Tally:
+    """Requests by kind, and the sizes of the DynamoDB items they wrote and read."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    written: list[int] = field(default_factory=list)  # head items returned by commits
+    read: list[int] = field(default_factory=list)  # items returned by GetItem/BatchGetItem
+
+    def __iadd__(self, other: Tally) -> Tally:
+        self.counts.update(other.counts)
+        self.written += other.written
+        self.read += other.read
+        return self
+
+
+class Requests:
+    """Requests sent by one ObjectLog, by kind: every client it uses, the aioboto3 one too.
+
+    Kinds are the operation, with S3 calls split by what they touch: ``PutObject:l0`` (data),
+    ``PutObject:index`` (manifests), ``GetObject:l0``, ``GetObject:index``. Retries by
+    botocore are separate HTTP requests and billed as such, so ``before-send`` is counted.
+    """
+
+    def __init__(self, log: ObjectLog) -> None:
+        self.tally = Tally()
+        self._lock = threading.Lock()
+        for client in (log.store.client, log.metadata.client):
+            self._register(client)
+        self._register(_open_range_reader(log))
+
+    def _register(self, client: Any) -> None:
+        client.meta.events.register("before-send", self._count)
+        client.meta.events.register("after-call.dynamodb.UpdateItem", self._written)
+        client.meta.events.register("after-call.dynamodb.GetItem", self._read)
+        client.meta.events.register("after-call.dynamodb.BatchGetItem", self._read)
+
+    def _count(self, request: Any, event_name: str, **_: Any) -> None:
+        operation = event_name.rsplit(".", 1)[-1]
+        if operation in ("PutObject", "GetObject"):
+            operation += ":l0" if "/l0/" in request.url else ":index"
+        with self._lock:
+            self.tally.counts[operation] += 1
+
+    def _written(self, parsed: Mapping[str, Any], **_: Any) -> None:
+        attributes = parsed.get("Attributes")
+        if attributes and "tail" in attributes:
+            with self._lock:
+                self.tally.written.append(item_size(attributes))
+
+    def _read(self, parsed: Mapping[str, Any], **_: Any) -> None:
+        items = [parsed["Item"]] if "Item" in parsed else []
+        for table_items in parsed.get("Responses", {}).values():
+            items += table_items
+        with self._lock:
+            self.tally.read += [item_size(item) for item in items]
+
+    def take(self) -> Tally:
+        """What was sent since the last take, and start again."""
+        with self._lock:
+            tally, self.tally = self.tally, Tally()
+        return tally
+
+
+def _open_range_reader(log: ObjectLog) -> Any:
+    """Create the log's aioboto3 reader now, so its client can be hooked before use."""
+    if log._range_reader is None:
+        log._range_reader = AsyncRangeReader(log.config)
+    reader = log._range_reader
+    return asyncio.run_coroutine_threadsafe(reader._open(), reader._loop).result(timeout=30)
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """A DynamoDB item's billed size: attribute names plus values, as DynamoDB counts them."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Mapping[str, Any]) -> int:
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return len(data.encode())
+    if kind == "N":
+        digits = Decimal(data).normalize().as_tuple().digits
+        return (len(digits) + 1) // 2 + 1
+    if kind == "B":
+        return len(data)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_size({kind[0]: member}) for member in data)
+    if kind == "L":
+        return 3 + sum(1 + _value_size(member) for member in data)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in data.items())
+    raise ValueError(f"unknown DynamoDB type {kind}")
+
+
+class Stopwatch:
+    """Seconds spent in wrapped callables, by name (thread-safe, nested calls both count)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def wrap(self, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - started
+                with self._lock:
+                    self.seconds[name] += elapsed
+                    self.calls[name] += 1
+
+        return timed
+
+    def take(self) -> tuple[dict[str, float], Counter[str]]:
+        """Seconds and calls by name since the last take."""
+        with self._lock:
+            seconds, self.seconds = self.seconds, defaultdict(float)
+            calls, self.calls = self.calls, Counter()
+        return seconds, calls
