@@ -361,12 +361,16 @@ class DynamoMetadata:
         producer_id: str | None,
         sequence: int,
         now_s: int,
+        allow_sequence_gaps: bool = False,
     ) -> CommitResult:
         """Append ref to the partition: one conditional UpdateItem assigns its offsets.
 
         No condition on the offset itself, so concurrent producers never conflict. With a
         producer id, the condition that the producer's previous sequence is sequence - 1 makes
         a retried commit fail instead of landing twice; the head then says where it landed.
+        With allow_sequence_gaps, any sequence above the previous one lands (the Spark sink's
+        sequences are batch ids, and a batch may leave a partition out); an equal or older one
+        is a duplicate, whose base offset is -1 when it is not the last one committed.
         Raises TopicNotFound, HorizonPassed, OutOfOrderSequence, StorageUnavailable,
         UnknownOutcome.
         """
@@ -386,8 +390,12 @@ class DynamoMetadata:
             names.update(
                 {"#ks": f"{producer_id}s", "#kb": f"{producer_id}b", "#kt": f"{producer_id}t"}
             )
-            values.update({":seq": _n(sequence), ":prev": _n(sequence - 1), ":now": _n(now_s)})
-            condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
+            values.update({":seq": _n(sequence), ":now": _n(now_s)})
+            if allow_sequence_gaps:
+                condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks < :seq)"
+            else:
+                values[":prev"] = _n(sequence - 1)
+                condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
             sets += ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"]
         sets.append("#next = #next + :span")
         try:
@@ -412,6 +420,7 @@ class DynamoMetadata:
                 object_time_ms,
                 producer_id,
                 sequence,
+                allow_sequence_gaps,
             )
         except botocore.exceptions.BotoCoreError as e:
             raise translate(e, what="UpdateItem head (commit)", idempotent=False) from e
@@ -427,6 +436,7 @@ class DynamoMetadata:
         object_time_ms: int,
         producer_id: str | None,
         sequence: int,
+        allow_sequence_gaps: bool = False,
     ) -> CommitResult:
         if item is None:  # older servers do not return the item on failure
             head = self.get_head(topic, partition)
@@ -438,6 +448,8 @@ class DynamoMetadata:
             state = head.producers.get(producer_id)
             if state is not None and state.sequence == sequence:
                 return CommitResult(state.base_offset, head, duplicate=True)
+            if allow_sequence_gaps and state is not None and state.sequence > sequence:
+                return CommitResult(-1, head, duplicate=True)
         if head.gc_horizon >= object_time_ms:
             raise HorizonPassed(
                 f"object written at {object_time_ms} is behind the GC horizon {head.gc_horizon}"

@@ -1,209 +1,373 @@
-"""Planning a Kafka-source-style read of objectlog topics, without Spark.
+"""Planning a read: an offset range per partition, cut into input partitions on segment refs.
 
-The driver turns the Kafka source's options into offset ranges per topic partition, then cuts
-each range into input partitions on segment boundaries (from the heads and manifests). An
-executor reads one input partition: one ranged GET per segment slice, Arrow out. The Spark 4
-data source and the Spark 3.5 ``mapInArrow`` path share this module.
+The driver resolves the options into an offset range per topic partition (the heads give the
+earliest and latest offsets; the refs' timestamps give the offset for a time), then walks each
+range's segment refs (the head's tail and the manifests it points at) and groups consecutive
+refs into input partitions of at most maxBytesPerPartition. An executor reads one input
+partition: one ranged GET per slice. Filters Spark pushes down narrow the ranges and drop refs
+whose timestamps cannot match. The Spark 4 data source (batch and streaming) and the Spark 3.5
+``mapInArrow`` path share this module; none of it imports pyspark.
+
+Streaming offsets have the Kafka source's JSON shape, ``{"orders": {"0": 23, "1": 5}}``: the
+next offset to read in each partition.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from objectlog.config import Config, normalize_prefix
-from objectlog.errors import InvalidRequest, OffsetOutOfRange
-from objectlog.index import LEVEL_L0
+from objectlog.errors import (
+    InvalidRequest,
+    OffsetOutOfRange,
+    TopicNotFound,
+    UnknownPartition,
+)
+from objectlog.index import SegmentRef
 from objectlog.layout import object_key
 from objectlog.log import ObjectLog
-from objectlog.segment import decode_parquet, with_absolute_offsets
+from objectlog.metadata import PartitionHead
+from objectlog.spark.options import EARLIEST, LATEST, Bound, ReadOptions, Subscription
 
-EARLIEST = -2
-LATEST = -1
-DEFAULT_MAX_BYTES_PER_PARTITION = 64 << 20
-KAFKA_SCHEMA_DDL = (
-    "key binary, value binary, topic string, partition int, offset long, "
-    "timestamp timestamp, timestampType int"
-)
-HEADERS_DDL = ", headers array<struct<key: string, value: binary>>"
+TopicPartition = tuple[str, int]
+OffsetsJson = dict[str, dict[str, int]]
 
 
-def schema_ddl(include_headers: bool) -> str:
-    return KAFKA_SCHEMA_DDL + (HEADERS_DDL if include_headers else "")
+@dataclass(frozen=True, slots=True)
+class OffsetRange:
+    """Offsets [start, end) of one topic partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
 
 
-def truthy(value: object) -> bool:
-    return str(value).strip().lower() == "true"
-
-
-def connection_config(options: Mapping[str, str]) -> Config:
-    """Connection settings from the reader's options, else the environment."""
-    overrides: dict[str, Any] = {}
-    for option, field in (("bucket", "bucket"), ("table", "table"), ("region", "region")):
-        if options.get(option):
-            overrides[field] = options[option]
-    if options.get("prefix"):
-        overrides["prefix"] = normalize_prefix(options["prefix"])
-    if options.get("endpoint"):
-        overrides["s3_endpoint"] = overrides["dynamodb_endpoint"] = options["endpoint"]
-    return replace(Config.from_env(), **overrides)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Slice:
+    """One segment ref, resolved: the bytes to GET and the offsets they cover."""
+
     key: str
     start: int
     length: int
     base_offset: int
+    end_offset: int
     level: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Pruning:
+    """What pushed-down filters allow: topics, partitions, an offset range, a time window."""
+
+    topics: frozenset[str] | None = None
+    partitions: frozenset[int] | None = None
+    min_offset: int = 0
+    end_offset: int | None = None  # exclusive
+    min_timestamp: int | None = None  # ms, inclusive
+    max_timestamp: int | None = None  # ms, inclusive
+
+    def admits(self, topic: str, partition: int) -> bool:
+        return (self.topics is None or topic in self.topics) and (
+            self.partitions is None or partition in self.partitions
+        )
+
+    def clamp(self, start: int, end: int) -> tuple[int, int]:
+        start = max(start, self.min_offset)
+        if self.end_offset is not None:
+            end = min(end, self.end_offset)
+        return start, max(start, end)
+
+    def admits_ref(self, ref: SegmentRef) -> bool:
+        """False when no record of the ref can fall in the time window."""
+        if self.min_timestamp is not None and ref.max_timestamp < self.min_timestamp:
+            return False
+        return self.max_timestamp is None or ref.min_timestamp <= self.max_timestamp
+
+
+NO_PRUNING = Pruning()
+
+
+@dataclass(frozen=True, slots=True)
 class ReadTask:
-    """One input partition: a contiguous offset range of one topic partition."""
+    """One input partition: slices of one topic partition, records in [start, end) only."""
 
     topic: str
     partition: int
     start_offset: int
     end_offset: int
     slices: tuple[Slice, ...]
+    pruning: Pruning = NO_PRUNING  # kept so a task can re-resolve its refs through the head
 
     @property
     def bytes(self) -> int:
         return sum(s.length for s in self.slices)
 
 
-def select_topics(log: ObjectLog, options: Mapping[str, str]) -> dict[str, list[int]]:
-    """subscribe / subscribePattern / assign, exactly one of them (as the Kafka source)."""
-    given = [name for name in ("subscribe", "subscribePattern", "assign") if options.get(name)]
-    if len(given) != 1:
-        raise InvalidRequest(
-            "set exactly one of the options 'subscribe', 'subscribePattern' or 'assign'",
-            field="subscribe",
-        )
-    if options.get("assign"):
-        assigned = json.loads(options["assign"])
-        return {topic: sorted(int(p) for p in parts) for topic, parts in assigned.items()}
-    if options.get("subscribe"):
-        names = [t.strip() for t in options["subscribe"].split(",") if t.strip()]
+# ---- which partitions ------------------------------------------------------------------
+
+
+def current_heads(
+    log: ObjectLog, subscription: Subscription, *, streaming: bool
+) -> dict[TopicPartition, PartitionHead]:
+    """The heads of every subscribed partition as they are now.
+
+    A batch read fails on a missing topic or partition; a stream skips it (it may appear).
+    """
+    if subscription.assign is not None:
+        wanted: dict[str, list[int] | None] = {t: list(p) for t, p in subscription.assign.items()}
+    elif subscription.pattern is not None:
+        pattern = re.compile(subscription.pattern)
+        wanted = {t: None for t in log.list_topics() if pattern.fullmatch(t)}
     else:
-        pattern = re.compile(options["subscribePattern"])
-        names = [t for t in log.list_topics() if pattern.fullmatch(t)]
-    return {name: list(range(log.topic(name).partitions)) for name in names}
+        wanted = {t: None for t in subscription.topics}
+    heads: dict[TopicPartition, PartitionHead] = {}
+    for topic, partitions in sorted(wanted.items()):
+        try:
+            info = log.topic(topic, fresh=True)
+        except TopicNotFound:
+            if streaming:
+                continue
+            raise
+        numbers = range(info.partitions) if partitions is None else partitions
+        for number in numbers:
+            if not 0 <= number < info.partitions and not streaming:
+                raise UnknownPartition(
+                    f"topic {topic!r} has {info.partitions} partitions; "
+                    f"there is no partition {number}",
+                    field="assign",
+                )
+        found = log.metadata.get_heads(topic, [n for n in numbers if 0 <= n < info.partitions])
+        for number, head in found.items():
+            heads[(topic, number)] = head
+    return heads
 
 
-def _json_offsets(text: str, field: str) -> dict[str, dict[int, int]]:
-    try:
-        parsed = json.loads(text)
-        return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in parsed.items()}
-    except (ValueError, AttributeError, TypeError) as e:
-        raise InvalidRequest(
-            f"{field} must be earliest, latest or the Kafka source's JSON", field=field
-        ) from e
-
-
-def _bound(options: Mapping[str, str], kind: str, default: int) -> Any:
-    """The starting or ending bound: EARLIEST, LATEST, per-partition offsets or times."""
-    by_time = options.get(f"{kind}OffsetsByTimestamp")
-    if by_time:
-        return ("time", _json_offsets(by_time, f"{kind}OffsetsByTimestamp"))
-    if options.get(f"{kind}Timestamp"):
-        return ("time_all", int(options[f"{kind}Timestamp"]))
-    text = options.get(f"{kind}Offsets")
-    if not text or text.strip() == "earliest":
-        return EARLIEST if (not text and default == EARLIEST) or text == "earliest" else default
-    if text.strip() == "latest":
-        return LATEST
-    return ("offsets", _json_offsets(text, f"{kind}Offsets"))
+# ---- offsets ---------------------------------------------------------------------------
 
 
 def resolve(
-    log: ObjectLog, bound: Any, topic: str, partition: int, earliest: int, latest: int
+    log: ObjectLog, bound: Bound, head: PartitionHead, *, starting: bool, strategy: str = "error"
 ) -> int:
-    if bound == EARLIEST:
-        return earliest
-    if bound == LATEST:
+    """The offset a bound names in one partition (timestamps through the refs' times)."""
+    topic, partition = head.topic, head.partition
+    timestamp = bound.timestamp_for(topic, partition)
+    if timestamp is not None:
+        found = log.offset_for_time(topic, partition, timestamp)
+        if found is not None:
+            return found
+        if starting and strategy == "error":
+            raise InvalidRequest(
+                f"no record of {topic}/{partition} has a timestamp >= {timestamp} (set "
+                "startingOffsetsByTimestampStrategy=latest to start at the latest offset)",
+                field="startingTimestamp",
+            )
+        return head.next_offset
+    offset = bound.offset_for(topic, partition)
+    if offset == EARLIEST:
+        return head.log_start_offset
+    if offset == LATEST:
+        return head.next_offset
+    return offset
+
+
+def data_loss(
+    options: ReadOptions, head: PartitionHead, start: int, why: str = "were removed"
+) -> int:
+    """Where to start when offsets from start on are gone: fail, or skip to the earliest."""
+    if options.fail_on_data_loss:
+        raise OffsetOutOfRange(
+            f"{head.topic}/{head.partition}: offsets from {start} {why}; the earliest offset is "
+            f"{head.log_start_offset} (set failOnDataLoss=false to skip what is gone)",
+            log_start_offset=head.log_start_offset,
+            high_watermark=head.next_offset,
+        )
+    return head.log_start_offset
+
+
+def plan_batch(
+    log: ObjectLog, options: ReadOptions, pruning: Pruning = NO_PRUNING
+) -> list[ReadTask]:
+    """Input partitions of a batch read: startingOffsets (inclusive) to endingOffsets."""
+    heads = current_heads(log, options.subscription, streaming=False)
+    ranges = []
+    for (topic, partition), head in sorted(heads.items()):
+        if not pruning.admits(topic, partition):
+            continue
+        start = resolve(
+            log, options.starting, head, starting=True, strategy=options.by_timestamp_strategy
+        )
+        end = resolve(log, options.ending, head, starting=False)
+        start, end = min(start, head.next_offset), min(end, head.next_offset)
+        if end < start:
+            raise InvalidRequest(
+                f"{topic}/{partition}: the ending offset {end} is before the starting offset "
+                f"{start}",
+                field="endingOffsets",
+            )
+        if start < head.log_start_offset:
+            start = data_loss(options, head, start)
+            end = max(end, start)
+        ranges.append(OffsetRange(topic, partition, *pruning.clamp(start, end)))
+    return cut(log, ranges, heads, options, pruning)
+
+
+def initial_offsets(log: ObjectLog, options: ReadOptions) -> dict[TopicPartition, int]:
+    """Where a new streaming query starts (startingOffsets, by default latest)."""
+    return {
+        tp: resolve(
+            log, options.starting, head, starting=True, strategy=options.by_timestamp_strategy
+        )
+        for tp, head in current_heads(log, options.subscription, streaming=True).items()
+    }
+
+
+def latest_offsets(
+    log: ObjectLog,
+    options: ReadOptions,
+    start: Mapping[TopicPartition, int] | None,
+    max_offsets: int | None,
+    target: Mapping[TopicPartition, int] | None = None,
+) -> dict[TopicPartition, int]:
+    """The end of the next micro-batch: the high watermarks, at most max_offsets past start.
+
+    Partitions that appeared since start (new topics, added partitions) count from their
+    earliest offset. target, when set (Trigger.AvailableNow), is never passed.
+    """
+    heads = current_heads(log, options.subscription, streaming=True)
+    latest = {tp: head.next_offset for tp, head in heads.items()}
+    if target is not None:
+        latest = {tp: min(end, target.get(tp, end)) for tp, end in latest.items()}
+    if start is None or max_offsets is None:
         return latest
-    kind, value = bound
-    if kind == "time_all":
-        found = log.offset_for_time(topic, partition, value)
-        return latest if found is None else found
-    if kind == "time":
-        at = value.get(topic, {}).get(partition)
-        if at is None:
-            return latest
-        found = log.offset_for_time(topic, partition, at)
-        return latest if found is None else found
-    offset = value.get(topic, {}).get(partition, LATEST)
-    return {EARLIEST: earliest, LATEST: latest}.get(offset, offset)
+    begins = {tp: start.get(tp, heads[tp].log_start_offset) for tp in latest}
+    return rate_limit(max_offsets, begins, latest)
 
 
-def plan(log: ObjectLog, options: Mapping[str, str]) -> list[ReadTask]:
-    """Input partitions for a batch read, cut on segment boundaries."""
-    starting = _bound(options, "starting", EARLIEST)
-    ending = _bound(options, "ending", LATEST)
-    fail_on_data_loss = truthy(options.get("failOnDataLoss", "true"))
-    max_bytes = int(options.get("maxBytesPerPartition", DEFAULT_MAX_BYTES_PER_PARTITION))
+def rate_limit(
+    limit: int, begins: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """Kafka source's maxOffsetsPerTrigger: share limit by each partition's backlog."""
+    sizes = {tp: max(0, end - begins[tp]) for tp, end in ends.items()}
+    total = sum(sizes.values())
+    if total <= limit:
+        return dict(ends)
+    limited = {}
+    for tp, end in ends.items():
+        prorate = limit * (sizes[tp] / total)
+        share = int(-(-prorate // 1)) if prorate < 1 else int(prorate)
+        limited[tp] = min(end, begins[tp] + share) if sizes[tp] else end
+    return limited
+
+
+def plan_stream(
+    log: ObjectLog,
+    options: ReadOptions,
+    start: Mapping[TopicPartition, int],
+    end: Mapping[TopicPartition, int],
+) -> list[ReadTask]:
+    """Input partitions of the micro-batch (start, end], checking for data loss as Kafka does."""
+    if start == end:
+        return []
+    heads = current_heads(log, options.subscription, streaming=True)
+    ranges = []
+    for tp in sorted(set(start) - set(end)):
+        if options.fail_on_data_loss:
+            raise TopicNotFound(
+                f"{tp[0]}/{tp[1]} is gone (deleted topic or partition); set failOnDataLoss=false "
+                "to go on without it",
+                field="subscribe",
+            )
+    for tp, until in sorted(end.items()):
+        head = heads.get(tp)
+        if head is None:
+            if options.fail_on_data_loss:
+                raise TopicNotFound(
+                    f"{tp[0]}/{tp[1]} is gone (deleted topic or partition); set "
+                    "failOnDataLoss=false to go on without it",
+                    field="subscribe",
+                )
+            continue
+        begin = start.get(tp, 0)  # a partition new to the query is read from its beginning
+        if until < begin:
+            begin = data_loss(options, head, begin, why=f"were reset (now {until})")
+            until = max(until, begin)
+        if begin < head.log_start_offset:
+            begin = data_loss(options, head, begin)
+            until = max(until, begin)
+        until = min(until, head.next_offset)
+        if begin < until:
+            ranges.append(OffsetRange(tp[0], tp[1], begin, until))
+    return cut(log, ranges, heads, options)
+
+
+# ---- cutting on segment boundaries ------------------------------------------------------
+
+
+def cut(
+    log: ObjectLog,
+    ranges: list[OffsetRange],
+    heads: Mapping[TopicPartition, PartitionHead],
+    options: ReadOptions,
+    pruning: Pruning = NO_PRUNING,
+) -> list[ReadTask]:
     tasks: list[ReadTask] = []
-    for topic, partitions in select_topics(log, options).items():
-        heads = log.metadata.get_heads(topic, partitions)
-        for partition in partitions:
-            head = heads.get(partition)
-            if head is None:
-                raise InvalidRequest(f"{topic} has no partition {partition}", field="assign")
-            earliest, latest = head.log_start_offset, head.next_offset
-            start = resolve(log, starting, topic, partition, earliest, latest)
-            end = resolve(log, ending, topic, partition, earliest, latest)
-            if start < earliest:
-                if fail_on_data_loss:
-                    raise OffsetOutOfRange(
-                        f"{topic}/{partition}: startingOffsets {start} is below the earliest "
-                        f"offset {earliest} (set failOnDataLoss=false to skip what was removed)",
-                        log_start_offset=earliest,
-                        high_watermark=latest,
-                    )
-                start = earliest
-            end = min(end, latest)
-            if start < end:
-                tasks.extend(_cut(log, head, topic, partition, start, end, max_bytes))
-    return _split_for_min_partitions(tasks, int(options.get("minPartitions", 0) or 0))
+    for offsets in ranges:
+        if offsets.start < offsets.end:
+            head = heads[(offsets.topic, offsets.partition)]
+            tasks.extend(cut_range(log, head, offsets, options.max_bytes_per_partition, pruning))
+    return split_for_min_partitions(tasks, options.min_partitions)
 
 
-def _cut(
-    log: ObjectLog, head: Any, topic: str, partition: int, start: int, end: int, max_bytes: int
-) -> Iterator[ReadTask]:
-    group: list[Slice] = []
-    group_bytes, group_start = 0, start
+def slices_of(
+    log: ObjectLog, head: PartitionHead, offsets: OffsetRange, pruning: Pruning
+) -> Iterator[Slice]:
+    """The slices holding [start, end) of one partition, in offset order."""
     prefix = log.config.prefix
-    for placed in log.index.placed_refs(head, start):
-        if placed.base_offset >= end:
-            break
+    for placed in log.index.placed_refs(head, offsets.start):
+        if placed.base_offset >= offsets.end:
+            return
         ref = placed.ref
-        if group and group_bytes + ref.length > max_bytes:
-            yield ReadTask(topic, partition, group_start, placed.base_offset, tuple(group))
-            group, group_bytes, group_start = [], 0, placed.base_offset
-        group.append(
-            Slice(
+        if pruning.admits_ref(ref):
+            yield Slice(
                 object_key(prefix, ref.level, ref.object_id),
                 ref.start,
                 ref.length,
                 placed.base_offset,
+                placed.end_offset,
                 ref.level,
             )
-        )
-        group_bytes += ref.length
+
+
+def cut_range(
+    log: ObjectLog,
+    head: PartitionHead,
+    offsets: OffsetRange,
+    max_bytes: int,
+    pruning: Pruning = NO_PRUNING,
+) -> Iterator[ReadTask]:
+    """Consecutive slices grouped into tasks of at most max_bytes (one slice at least)."""
+    group: list[Slice] = []
+    size = 0
+
+    def task() -> ReadTask:
+        start = max(offsets.start, group[0].base_offset)
+        end = min(offsets.end, group[-1].end_offset)
+        return ReadTask(offsets.topic, offsets.partition, start, end, tuple(group), pruning)
+
+    for piece in slices_of(log, head, offsets, pruning):
+        if group and size + piece.length > max_bytes:
+            yield task()
+            group, size = [], 0
+        group.append(piece)
+        size += piece.length
     if group:
-        yield ReadTask(topic, partition, group_start, end, tuple(group))
+        yield task()
 
 
-def _split_for_min_partitions(tasks: list[ReadTask], minimum: int) -> list[ReadTask]:
-    """Split the largest tasks at segment boundaries until there are at least ``minimum``."""
+def split_for_min_partitions(tasks: list[ReadTask], minimum: int) -> list[ReadTask]:
+    """Split the largest tasks at slice boundaries until there are at least ``minimum``."""
+    tasks = list(tasks)
     while minimum and len(tasks) < minimum:
         splittable = [t for t in tasks if len(t.slices) > 1]
         if not splittable:
@@ -211,43 +375,45 @@ def _split_for_min_partitions(tasks: list[ReadTask], minimum: int) -> list[ReadT
         task = max(splittable, key=lambda t: t.bytes)
         half = len(task.slices) // 2
         middle = task.slices[half].base_offset
-        tasks.remove(task)
-        tasks += [
-            ReadTask(task.topic, task.partition, task.start_offset, middle, task.slices[:half]),
-            ReadTask(task.topic, task.partition, middle, task.end_offset, task.slices[half:]),
+        at = tasks.index(task)
+        tasks[at : at + 1] = [
+            ReadTask(
+                task.topic,
+                task.partition,
+                task.start_offset,
+                middle,
+                task.slices[:half],
+                task.pruning,
+            ),
+            ReadTask(
+                task.topic,
+                task.partition,
+                middle,
+                task.end_offset,
+                task.slices[half:],
+                task.pruning,
+            ),
         ]
     return tasks
 
 
-def read_task(log: ObjectLog, task: ReadTask, include_headers: bool) -> Iterator[pa.RecordBatch]:
-    """An executor's work: fetch the task's slices and yield Kafka-schema Arrow batches."""
-    ranges = [(s.key, s.start, s.length) for s in task.slices]
-    for piece, data in zip(task.slices, log._read_many(ranges), strict=True):
-        if isinstance(data, Exception):
-            raise data
-        table = decode_parquet(data)
-        if piece.level == LEVEL_L0:
-            table = with_absolute_offsets(table, piece.base_offset)
-        offsets = table.column("offset")
-        mask = pc.and_(
-            pc.greater_equal(offsets, task.start_offset), pc.less(offsets, task.end_offset)
-        )
-        table = table.filter(mask)
-        if table.num_rows:
-            yield from to_spark_arrow(table, include_headers).to_batches()
+# ---- the Kafka source's offset JSON -------------------------------------------------------
 
 
-def to_spark_arrow(table: pa.Table, include_headers: bool) -> pa.Table:
-    """The segment schema as Spark's Arrow conversion expects it (plain strings, microseconds)."""
-    columns = {
-        "key": table.column("key"),
-        "value": table.column("value"),
-        "topic": table.column("topic").cast(pa.string()),
-        "partition": table.column("partition"),
-        "offset": table.column("offset"),
-        "timestamp": table.column("timestamp").cast(pa.timestamp("us", tz="UTC")),
-        "timestampType": table.column("timestampType"),
-    }
-    if include_headers:
-        columns["headers"] = table.column("headers")
-    return pa.table(columns)
+def to_json(offsets: Mapping[TopicPartition, int]) -> OffsetsJson:
+    """{"topic": {"partition": offset}} in a stable order (Spark compares offsets as text)."""
+    out: OffsetsJson = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        out.setdefault(topic, {})[str(partition)] = int(offset)
+    return out
+
+
+def from_json(offsets: Mapping[str, Mapping[str, int]]) -> dict[TopicPartition, int]:
+    try:
+        return {
+            (str(topic), int(partition)): int(offset)
+            for topic, parts in offsets.items()
+            for partition, offset in parts.items()
+        }
+    except (AttributeError, TypeError, ValueError) as e:
+        raise InvalidRequest(f"not an objectlog/Kafka offset: {offsets!r}") from e
