@@ -1,0 +1,462 @@
+"""Spark read: objectlog's data source vs Spark's own Parquet reader, same session, same run.
+
+    .venv/bin/python -m bench.spark        # about 2.5 minutes
+
+The query is ``sum(length(value))`` (a count() would read only Parquet footers). One side reads
+a topic through ``spark.read.format("objectlog")`` from `objectlog dev` in its own process
+(bench.server); the other reads the same records with ``spark.read.parquet`` from local files.
+The compactor that writes L1 files does not exist yet (issue 6), so those files are an L1-like
+copy this bench writes from the topic's own records: one file per partition, the Kafka source's
+columns, row groups of about 2 MiB. When compaction lands, the native side will read the real
+L1 files, from ``objectlog.spark.live_files``.
+
+Two references show where the gap comes from: a minimal Python data source over the same local
+files (Spark's Python data source path with no S3 at all), and, outside Spark, the same ranged
+GETs from a bare loop (the endpoint's floor). Sides alternate in rounds and each reports its
+median round, as in bench.run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from bench.meter import Stopwatch
+from bench.report import Report, Row, console
+from bench.run import MIB, alternate, connect, median
+from bench.server import embedded_endpoint
+from objectlog import ObjectLog
+from objectlog.spark import reading
+from objectlog.spark.connection import connection_config
+from objectlog.spark.options import ReadOptions
+from objectlog.spark.planning import ReadTask, plan_batch
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPIC = "spark-read"
+KEY_BYTES = 16
+VALUE_BYTES = 1024
+TARGET = 0.5  # of the native reader's rate
+
+OURS = "objectlog data source"
+NATIVE = "spark.read.parquet"
+FLOOR = "Python data source over the local files"
+PLAN = "planning: topic, heads, manifests -> input partitions (fresh clients, cold caches)"
+GETS = "ranged GETs, 8 slices read ahead, one thread each"
+DECODE = "decoding, in the same threads: ParquetFile.read, absolute offsets, trim"
+CONVERT = "Kafka-schema Arrow, in the same threads: topic and timestamp casts"
+ROLES = ("objectlog dev (moto)", "JVM", "Python workers", "bench driver")
+
+
+# ---- the data ---------------------------------------------------------------------------
+
+
+def produce(log: ObjectLog, partitions: int, total_mib: int, flush_mib: float) -> int:
+    """total_mib of 1 KiB values, spread evenly, one send_table (one L0 object) per flush."""
+    log.create_topic(TOPIC, partitions=partitions)
+    per_flush = int(flush_mib * MIB) // VALUE_BYTES
+    flushes = total_mib * MIB // VALUE_BYTES // per_flush
+    offsets = pa.array(np.arange(per_flush + 1, dtype=np.int32) * VALUE_BYTES)
+    keys = pa.array([b"%016d" % i for i in range(per_flush)], pa.binary())
+    partition = pa.array(np.arange(per_flush, dtype=np.int32) % partitions)
+    with log.producer() as producer:
+        for _ in range(flushes):
+            values = pa.Array.from_buffers(
+                pa.binary(),
+                per_flush,
+                [None, offsets.buffers()[1], pa.py_buffer(os.urandom(per_flush * VALUE_BYTES))],
+            )
+            producer.send_table(
+                TOPIC, pa.table({"key": keys, "value": values, "partition": partition})
+            )
+    return flushes * per_flush
+
+
+def write_copy(
+    log: ObjectLog, tasks: list[ReadTask], directory: Path, row_group_mib: float
+) -> list[Path]:
+    """The topic's records as L1-like Parquet: one file per partition, in offset order.
+
+    Read with the data source's own executor code (read_task), so the rows are exactly what
+    Spark gets from the topic: the Kafka source's columns, topic a plain string, timestamps
+    in microseconds. Written as the segments are (no compression, dictionary on topic only),
+    under the L1 layout's ``partition=<p>/`` directories.
+    """
+    rows_per_group = int(row_group_mib * MIB) // (KEY_BYTES + VALUE_BYTES)
+    batches: dict[int, list[pa.RecordBatch]] = {}
+    for task in sorted(tasks, key=lambda t: (t.partition, t.start_offset)):
+        batches.setdefault(task.partition, []).extend(
+            reading.read_task(log, task, include_headers=False)
+        )
+    paths = []
+    for partition, parts in sorted(batches.items()):
+        path = directory / f"partition={partition}" / "00000000000000000000.parquet"
+        path.parent.mkdir(parents=True)
+        pq.write_table(
+            pa.Table.from_batches(parts),
+            path,
+            row_group_size=rows_per_group,
+            compression="none",
+            use_dictionary=["topic"],
+        )
+        paths.append(path)
+    return paths
+
+
+# ---- Spark ------------------------------------------------------------------------------
+
+
+class LocalParquetSource(DataSource):
+    """The floor of any Python data source: local Parquet files, one row group per batch."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench_local_parquet"
+
+    def schema(self) -> str:
+        return reading.schema_ddl(include_headers=False)
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return LocalParquetReader(self.options["paths"].split(","))
+
+
+class LocalParquetReader(DataSourceReader):
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [InputPartition(path) for path in self.paths]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        file = pq.ParquetFile(partition.value)
+        for group in range(file.num_row_groups):
+            yield from file.read_row_group(group).to_batches()
+
+
+@contextmanager
+def spark_session(cores: int) -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
+    import objectlog.spark
+
+    os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # The workers unpickle LocalParquetSource by reference: they need bench/ on their path.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
+    )
+    session = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName("objectlog-bench-spark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    objectlog.spark.register(session)
+    session.dataSource.register(LocalParquetSource)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def value_bytes(frame: Any) -> int:
+    from pyspark.sql import functions as F
+
+    return int(frame.select(F.sum(F.length("value"))).collect()[0][0])
+
+
+# ---- CPU by process (Linux /proc) --------------------------------------------------------
+
+
+def _stat(pid: int) -> tuple[int, str, float, float] | None:
+    """ppid, name, own CPU seconds, CPU seconds of reaped children."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name = text[text.index("(") + 1 : text.rindex(")")]
+    fields = text[text.rindex(")") + 2 :].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / tick
+    return int(fields[1]), name, own, (int(fields[13]) + int(fields[14])) / tick
+
+
+def cpu_by_role(server_pid: int) -> dict[str, float]:
+    """CPU seconds so far: the server, Spark's JVM, its Python workers, this process."""
+    stats = {
+        int(pid): stat
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and (stat := _stat(int(pid))) is not None
+    }
+    me = os.getpid()
+    jvms = {pid for pid, s in stats.items() if s[0] == me and s[1] == "java"}
+    totals = dict.fromkeys(ROLES, 0.0)
+    for pid, (ppid, _, own, reaped) in stats.items():
+        if pid == server_pid:
+            totals[ROLES[0]] += own + reaped
+        elif pid in jvms:
+            totals[ROLES[1]] += own
+            totals[ROLES[2]] += reaped  # Python daemons that exited
+        elif pid == me:
+            totals[ROLES[3]] += own
+        else:
+            ancestor = ppid
+            while ancestor > 1 and ancestor not in jvms and ancestor in stats:
+                ancestor = stats[ancestor][0]
+            if ancestor in jvms:
+                totals[ROLES[2]] += own + reaped
+    return totals
+
+
+# ---- the sides ---------------------------------------------------------------------------
+
+
+def timed(
+    load: Callable[[], Any], expected: int, cpu: Callable[[], dict[str, float]], into: list[Any]
+) -> Callable[[], float]:
+    """Run the query; check its answer; record CPU seconds by role in into."""
+
+    def run() -> float:
+        before = cpu()
+        started = time.perf_counter()
+        total = value_bytes(load())
+        seconds = time.perf_counter() - started
+        after = cpu()
+        assert total == expected, (total, expected)
+        into.append({role: after[role] - before[role] for role in ROLES})
+        return seconds
+
+    return run
+
+
+def python_side(log: ObjectLog, options: dict[str, str], phases: Stopwatch) -> float:
+    """The data source's Python code in this process, tasks one after another.
+
+    Planning runs on a fresh ObjectLog (Spark plans in a fresh Python process: clients and
+    manifests cold); reading on log (an executor's Python worker keeps its log between tasks).
+    """
+    started = time.perf_counter()
+    with ObjectLog(connection_config(options)) as fresh:
+        tasks = phases.wrap(PLAN, plan_batch)(fresh, ReadOptions.parse(options, streaming=False))
+    for task in tasks:
+        for _ in reading.read_task(log, task, include_headers=False):
+            pass
+    return time.perf_counter() - started
+
+
+def instrument(log: ObjectLog, phases: Stopwatch) -> Callable[[], None]:
+    """Time the read path's phases in this process; returns the undo."""
+    originals = (log._read_many, reading._records, reading.to_spark_arrow)
+    log._read_many = phases.wrap(GETS, log._read_many)  # type: ignore[method-assign]
+    reading._records = phases.wrap(DECODE, reading._records)
+    reading.to_spark_arrow = phases.wrap(CONVERT, reading.to_spark_arrow)
+
+    def undo() -> None:
+        log._read_many, reading._records, reading.to_spark_arrow = originals  # type: ignore[method-assign]
+
+    return undo
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mib", type=int, default=256, help="MiB of values in the topic")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--flush-mib", type=float, default=1.0, help="MiB per produced object")
+    parser.add_argument("--row-group-mib", type=float, default=2.0, help="row groups of the copy")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds")
+    parser.add_argument("--cores", type=int, default=2, help="Spark's local[N]")
+    args = parser.parse_args()
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    report = Report()
+    started = time.perf_counter()
+    copy_dir = Path(tempfile.mkdtemp(prefix="objectlog-bench-spark-"))
+    cpu: dict[str, list[dict[str, float]]] = {OURS: [], NATIVE: [], FLOOR: []}
+    try:
+        with embedded_endpoint() as endpoint:
+            log = connect(endpoint)
+            produced = time.perf_counter()
+            records = produce(log, args.partitions, args.mib, args.flush_mib)
+            produced = time.perf_counter() - produced
+            expected = records * VALUE_BYTES
+            options = {
+                "endpoint": endpoint.url,
+                "bucket": log.config.bucket,
+                "table": log.config.table,
+                "subscribe": TOPIC,
+            }
+            tasks = plan_batch(log, ReadOptions.parse(options, streaming=False))
+            paths = write_copy(log, tasks, copy_dir, args.row_group_mib)
+            files = [str(p) for p in paths]
+            slices = sum(len(t.slices) for t in tasks)
+            segment_bytes = sum(t.bytes for t in tasks)
+            copy_bytes = sum(p.stat().st_size for p in paths)
+            groups = sum(pq.ParquetFile(p).metadata.num_row_groups for p in paths)
+            console.print(
+                f"client: Python {sys.version.split()[0]}, pyarrow {pa.__version__}, "
+                f"{os.cpu_count()} CPUs shared by the server, Spark's JVM and its Python workers"
+            )
+            console.print(
+                f"  topic {TOPIC!r}: {records:,} records of {KEY_BYTES} B key + {VALUE_BYTES} B "
+                f"value in {args.partitions} partitions, produced in {produced:.0f} s as "
+                f"{args.flush_mib:g} MiB L0 objects: {slices} slices of "
+                f"{segment_bytes / slices / 1024:.0f} KiB, {segment_bytes / MIB:.0f} MiB, "
+                f"{len(tasks)} input partitions"
+            )
+            console.print(
+                f"  native side: {len(paths)} L1-like files, {copy_bytes / MIB:.0f} MiB, "
+                f"{groups} row groups of {copy_bytes / groups / MIB:.1f} MiB, written by this "
+                "bench from the topic's records (no compactor yet, issue 6; when it lands: the "
+                "real L1 files, from objectlog.spark.live_files)"
+            )
+            with spark_session(args.cores) as spark:
+                version = spark.version
+                usage = lambda: cpu_by_role(endpoint.pid)  # noqa: E731
+                loads: dict[str, Callable[[], Any]] = {
+                    OURS: lambda: spark.read.format("objectlog").options(**options).load(),
+                    NATIVE: lambda: spark.read.parquet(*files),  # the files, as live_files
+                    FLOOR: lambda: (
+                        spark.read.format(LocalParquetSource.name())
+                        .option("paths", ",".join(files))
+                        .load()
+                    ),
+                }
+                sides = {
+                    name: timed(load, expected, usage, cpu[name]) for name, load in loads.items()
+                }
+                for run in sides.values():
+                    run()  # warm up: JVM, Python workers, clients, manifest caches
+                for samples in cpu.values():
+                    samples.clear()
+                results = alternate(args.rounds, sides)
+
+            ranges = [(s.key, s.start, s.length) for t in tasks for s in t.slices]
+            read_many = log._read_many
+            phases = Stopwatch()
+            undo = instrument(log, phases)
+
+            def gets() -> float:
+                began = time.perf_counter()
+                read_many(ranges)
+                return time.perf_counter() - began
+
+            outside = alternate(
+                3, {"python": lambda: python_side(log, options, phases), "gets": gets}
+            )
+            undo()
+            seconds, calls = phases.take()
+            log.close()
+    finally:
+        shutil.rmtree(copy_dir, ignore_errors=True)
+
+    mib = expected / MIB
+    ours_s, native_s, floor_s = (median(results[name]) for name in (OURS, NATIVE, FLOOR))
+    where = f"{mib:.0f} MiB of 1 KiB values, {args.partitions} partitions, local[{args.cores}]"
+    report.add(
+        Row(
+            f"Spark {version} sum(length(value)), {where}",
+            mib / ours_s,
+            "MiB/s",
+            mib / native_s,
+            "spark.read.parquet of the same records (local L1-like files)",
+            f">= {TARGET} x native",
+            native_s / ours_s >= TARGET,
+        )
+    )
+    report.add(
+        Row(
+            "a minimal Python data source over those local files (pyarrow, no S3)",
+            mib / floor_s,
+            "MiB/s",
+            mib / native_s,
+            "spark.read.parquet",
+            note="Spark 4.0's Python data source path on its own",
+        )
+    )
+    report.add(
+        Row(
+            "objectlog data source vs that Python data source floor",
+            mib / ours_s,
+            "MiB/s",
+            mib / floor_s,
+            "",
+        )
+    )
+    python_s, gets_s = median(outside["python"]), median(outside["gets"])
+    report.add(
+        Row(
+            "outside Spark: the data source's Python code, one process, task after task",
+            mib / python_s,
+            "MiB/s",
+            mib / gets_s,
+            "the same ranged GETs from a bare loop, 32 in flight, no decoding",
+            note="the endpoint's floor",
+        )
+    )
+    report.note(
+        "rounds (s): "
+        + "; ".join(
+            f"{name} " + ", ".join(f"{s:.2f}" for s in values) for name, values in results.items()
+        )
+    )
+    cpu_split = report.section(
+        f"Spark read: CPU seconds per query by process ({os.cpu_count()} CPUs; median rounds)",
+        "side",
+        "wall s",
+        *ROLES,
+        "all",
+    )
+    for name in (OURS, FLOOR, NATIVE):
+        by_role = {role: median([sample[role] for sample in cpu[name]]) for role in ROLES}
+        cpu_split.rows.append(
+            (
+                name,
+                f"{median(results[name]):.2f}",
+                *(f"{by_role[role]:.2f}" for role in ROLES),
+                f"{sum(by_role.values()):.2f}",
+            )
+        )
+    split = report.section(
+        "Spark read: the data source's Python code outside Spark "
+        f"({len(outside['python'])} reads of {mib:.0f} MiB in one process)",
+        "stage",
+        "ms per MiB",
+        "note",
+    )
+    reads = len(outside["python"])
+    for name in (PLAN, GETS, DECODE, CONVERT):
+        split.rows.append(
+            (
+                name,
+                f"{seconds[name] * 1000 / (reads * mib):.2f}",
+                f"{calls[name] / reads:.0f} per read, {seconds[name] / calls[name] * 1000:.2f} ms "
+                + ("each" if name == PLAN else "each, summed over the threads"),
+            )
+        )
+    split.rows += [
+        ("wall: planning and reading, tasks one after another", f"{python_s * 1000 / mib:.2f}", ""),
+        ("wall: the same GETs, bare, 32 in flight", f"{gets_s * 1000 / mib:.2f}", "the floor"),
+    ]
+    report.print()
+    console.print(f"total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
