@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest lint bench bench-long clean
+.PHONY: install prereqs run test pytest lint bench bench-long bench-spark bench-groups clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
@@ -45,6 +45,12 @@ bench: install
 
 bench-long: install
 	$(BIN)/python -m bench.run --long
+
+bench-spark: install prereqs
+	$(BIN)/python -m bench.spark
+
+bench-groups: install
+	$(BIN)/python -m bench.groups
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

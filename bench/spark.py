@@ -152,6 +152,7 @@ def spark_session(cores: int) -> Iterator[Any]:
     import objectlog.spark
 
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no other interface
     # The workers unpickle LocalParquetSource by reference: they need bench/ on their path.
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p

@@ -7,12 +7,14 @@ moto's server app runs on loopback with every request serialized (objectlog.embe
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from objectlog import ObjectLog
+from objectlog.clock import ManualClock
 from objectlog.config import Config
 from objectlog.embedded import EmbeddedAWS
 from objectlog.gateway import LocalGateway, local_api
@@ -48,6 +50,20 @@ def log_config(aws_endpoint: str) -> Config:
 @pytest.fixture
 def log(log_config: Config) -> Iterator[ObjectLog]:
     with ObjectLog(log_config) as objectlog:
+        objectlog.ensure_resources()
+        yield objectlog
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A clock the test moves (leases, session timeouts), starting now."""
+    return ManualClock(start_ms=int(time.time() * 1000))
+
+
+@pytest.fixture
+def clocked_log(log_config: Config, clock: ManualClock) -> Iterator[ObjectLog]:
+    """A log whose leases and session timeouts follow the test's clock."""
+    with ObjectLog(log_config, clock=clock) as objectlog:
         objectlog.ensure_resources()
         yield objectlog
 

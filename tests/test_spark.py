@@ -73,6 +73,7 @@ def spark(aws_endpoint: str) -> Iterator[Any]:
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no other interface
     session = (
         SparkSession.builder.master("local[2]")
         .appName("objectlog-tests")

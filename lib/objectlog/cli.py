@@ -17,6 +17,7 @@ import click
 from objectlog.config import Config
 from objectlog.errors import ObjectLogError
 from objectlog.fetch import FetchRequest
+from objectlog.groups import TopicPartition
 from objectlog.http_client import HttpObjectLog
 from objectlog.log import ObjectLog
 from objectlog.producer import RecordFuture
@@ -324,6 +325,11 @@ def _consume(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("--print-key", is_flag=True, help="text format: print key<TAB>value")
+@click.option(
+    "--group",
+    help="read as a member of this consumer group: start at its committed offsets (else "
+    "earliest with --from-beginning, latest without), commit what was printed",
+)
 @click.pass_context
 @clear_errors
 def consume(
@@ -336,13 +342,21 @@ def consume(
     timeout_s: float,
     fmt: str,
     print_key: bool,
+    group: str | None,
 ) -> None:
     """Print records of a topic (all partitions, or one)."""
     if offset is not None and partition is None:
         raise click.UsageError("--offset needs --partition")
     if offset is not None and from_beginning:
         raise click.UsageError("--offset and --from-beginning exclude each other")
+    if group is not None and (offset is not None or partition is not None):
+        raise click.UsageError("--group assigns partitions itself: drop --offset/--partition")
     log = _log(ctx)
+    if group is not None:
+        reset = "earliest" if from_beginning else "latest"
+        count = _consume_in_group(log, group, topic, reset, max_records, timeout_s, fmt, print_key)
+        click.echo(f"Processed a total of {count} messages", err=True)
+        return
     info = log.topic(topic)
     partitions = [partition] if partition is not None else list(range(info.partitions))
     positions = {}
@@ -358,6 +372,173 @@ def consume(
         if max_records is not None and count >= max_records:
             break
     click.echo(f"Processed a total of {count} messages", err=True)
+
+
+def _consume_in_group(
+    log: ObjectLog | HttpObjectLog,
+    group: str,
+    topic: str,
+    auto_offset_reset: str,
+    max_records: int | None,
+    timeout_s: float,
+    fmt: str,
+    print_key: bool,
+) -> int:
+    """Poll as a group member; commit after each printed batch (so nothing is skipped)."""
+    count = 0
+    idle_since = time.monotonic()
+    with log.consumer(
+        group=group,
+        topics=[topic],
+        auto_offset_reset=auto_offset_reset,
+        enable_auto_commit=False,
+        client_id="objectlog-console-consumer",
+    ) as consumer:
+        while max_records is None or count < max_records:
+            limit = None if max_records is None else max_records - count
+            records = consumer.poll(timeout=FETCH_WAIT_S, max_records=limit)
+            for record in records:
+                click.echo(_format(record, fmt, print_key))
+            count += len(records)
+            if records:
+                consumer.commit()
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= timeout_s:
+                break
+    return count
+
+
+# ---- consumer groups ----------------------------------------------------------------------
+
+
+@main.group()
+def groups() -> None:
+    """Consumer groups (as kafka-consumer-groups.sh)."""
+
+
+@groups.command("list")
+@click.pass_context
+@clear_errors
+def groups_list(ctx: click.Context) -> None:
+    for name in _log(ctx).groups.list_groups():
+        click.echo(name)
+
+
+@groups.command("describe")
+@click.argument("group")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.pass_context
+@clear_errors
+def groups_describe(ctx: click.Context, group: str, as_json: bool) -> None:
+    """Members, committed offsets, log end offsets and lag per partition."""
+    described = _log(ctx).groups.describe(group)
+    owners = {tp: m for m in described.members for tp in m.assigned}
+    rows = []
+    for p in described.offsets:
+        member = owners.get(TopicPartition(p.topic, p.partition))
+        rows.append(
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                "current_offset": p.committed,
+                "log_start_offset": p.log_start_offset,
+                "log_end_offset": p.high_watermark,
+                "lag": p.lag,
+                "consumer_id": member.member_id if member else None,
+                "client_id": member.client_id if member else None,
+            }
+        )
+    if as_json:
+        summary = {
+            "group": described.group,
+            "state": described.state,
+            "generation": described.generation,
+            "strategy": described.strategy,
+            "members": len(described.members),
+            "total_lag": described.total_lag,
+            "partitions": rows,
+        }
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(
+        f"Group {described.group}: {described.state}, generation {described.generation}, "
+        f"{len(described.members)} member(s), strategy {described.strategy}, "
+        f"total lag {described.total_lag}"
+    )
+    columns = ("topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id")
+    table: list[list[str]] = [[c.upper().replace("_", "-") for c in columns]]
+    table += [["-" if row[c] is None else str(row[c]) for c in columns] for row in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    for r in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+
+
+@groups.command("reset-offsets")
+@click.argument("group")
+@click.option("--topic", "topics", multiple=True, required=True, help="repeatable")
+@click.option("--to-earliest", "to", flag_value="earliest", help="the log start")
+@click.option("--to-latest", "to", flag_value="latest", help="the high watermark")
+@click.option("--to-datetime", help="ISO 8601 (e.g. 2026-11-01T00:00:00Z): first offset at/after")
+@click.option("--to-offset", type=int, help="this offset in every partition (clamped)")
+@click.option("--shift-by", type=int, help="move the committed offsets by N (may be negative)")
+@click.option("--execute", is_flag=True, help="store the new offsets (default: only show them)")
+@click.pass_context
+@clear_errors
+def groups_reset_offsets(
+    ctx: click.Context,
+    group: str,
+    topics: tuple[str, ...],
+    to: str | None,
+    to_datetime: str | None,
+    to_offset: int | None,
+    shift_by: int | None,
+    execute: bool,
+) -> None:
+    """Move an empty group's offsets; a dry run unless --execute, as in Kafka's tool."""
+    chosen = [x for x in (to, to_datetime, to_offset, shift_by) if x is not None]
+    if len(chosen) != 1:
+        raise click.UsageError(
+            "give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, "
+            "--shift-by"
+        )
+    log = _log(ctx)
+    options: dict[str, Any] = {"dry_run": not execute}
+    if to is not None:
+        options["to"] = to
+    elif to_datetime is not None:
+        options.update(to="timestamp", timestamp_ms=_parse_datetime_ms(to_datetime))
+    elif to_offset is not None:
+        partitions = [(t, p) for t in topics for p in range(log.topic(t).partitions)]
+        options.update(to="offset", offsets=dict.fromkeys(partitions, to_offset))
+    else:
+        options.update(to="current", shift_by=shift_by)
+    targets = log.groups.reset_offsets(group, list(topics), **options)
+    for tp, offset in sorted(targets.items()):
+        click.echo(f"{tp.topic}\t{tp.partition}\t{offset}")
+    verb = "Reset" if execute else "Would reset (dry run; add --execute)"
+    click.echo(f"{verb} {len(targets)} partition(s) of group {group}.", err=True)
+
+
+def _parse_datetime_ms(text: str) -> int:
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 date-time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+@groups.command("delete")
+@click.argument("group")
+@click.pass_context
+@clear_errors
+def groups_delete(ctx: click.Context, group: str) -> None:
+    """Delete an empty group and its committed offsets."""
+    _log(ctx).groups.delete_group(group)
+    click.echo(f"Deleted group {group}.", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -154,3 +154,45 @@ class UnsupportedContentType(ObjectLogError):
     """The request's Content-Type is not one this route takes."""
 
     kind = ErrorKind.UNSUPPORTED_MEDIA_TYPE
+
+
+class GroupNotFound(ObjectLogError):
+    """The consumer group does not exist."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
+class UnknownMemberId(ObjectLogError):
+    """The member is not in the group (it left, or its session lease lapsed): join again."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
+class CommitFailed(ObjectLogError):
+    """The partition is owned by another member or a newer generation: the commit is fenced."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class GroupNotEmpty(ObjectLogError):
+    """The group has live members; the operation needs it empty."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class InconsistentGroupProtocol(ObjectLogError):
+    """The member shares no assignment strategy with the group's members."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class CorruptIndex(ObjectLogError):
+    """An index ref does not match the object it points at."""
+
+    kind = ErrorKind.FATAL
+
+
+class LeaseLost(ObjectLogError):
+    """Another holder took the lease (it expired, or was fenced): stop working under it."""
+
+    kind = ErrorKind.CONFLICT

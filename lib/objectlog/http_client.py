@@ -28,6 +28,8 @@ from objectlog.appender import AppendOutcome, AppendStats, PartitionBatch
 from objectlog.config import DEFAULT_REGION
 from objectlog.errors import ObjectLogError, StorageUnavailable, UnknownOutcome
 from objectlog.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult
+from objectlog.groups.consumer import Consumer
+from objectlog.groups.http import HttpGroups
 from objectlog.log import Offsets
 from objectlog.producer import Producer
 from objectlog.segment import records_table
@@ -261,6 +263,7 @@ class HttpObjectLog:
         self.api_url = api_url
         self.api = ApiSession(api_url, sign=sign, region=region)
         self._topics: dict[str, tuple[float, Topic]] = {}
+        self.groups = HttpGroups(self.api)
 
     def close(self) -> None:
         self.api.close()
@@ -328,6 +331,10 @@ class HttpObjectLog:
 
     def producer(self, **options: Any) -> Producer:
         return Producer(self, **options)
+
+    def consumer(self, **options: Any) -> Consumer:
+        """A Kafka-shaped consumer whose group calls go through the API."""
+        return Consumer(self, **options)
 
     def new_appender(self, *, compression: str = "none") -> HttpAppender:
         return HttpAppender(self.api)

@@ -15,6 +15,8 @@ from objectlog.clock import Clock, SystemClock, new_ulid
 from objectlog.config import Config
 from objectlog.errors import InvalidRequest, ObjectLogError, TopicNotFound
 from objectlog.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
+from objectlog.groups.consumer import Consumer
+from objectlog.groups.coordinator import GroupCoordinator
 from objectlog.index_store import IndexStore
 from objectlog.metadata import ACTIVE, DELETING, DynamoMetadata
 from objectlog.producer import Producer
@@ -74,6 +76,7 @@ class ObjectLog:
         # through the boto3 client (whose botocore event hooks the fault tests use).
         self.concurrent_reads = True
         self._reader: Reader | None = None
+        self._groups: GroupCoordinator | None = None
 
     @overload
     @classmethod
@@ -212,6 +215,17 @@ class ObjectLog:
     def producer(self, **options: Any) -> Producer:
         """A Kafka-shaped producer (linger_ms, batch_bytes, enable_idempotence, compression)."""
         return Producer(self, **options)
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        """Consumer groups: join, heartbeat, commit, describe, reset offsets, delete."""
+        if self._groups is None:
+            self._groups = GroupCoordinator(self.metadata, self.clock, self.offset_for_time)
+        return self._groups
+
+    def consumer(self, **options: Any) -> Consumer:
+        """A Kafka-shaped consumer: group=, topics=, auto_offset_reset=, enable_auto_commit=."""
+        return Consumer(self, **options)
 
     def new_appender(self, *, compression: str = "none") -> Appender:
         if compression not in COMPRESSIONS:

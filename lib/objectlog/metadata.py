@@ -210,7 +210,7 @@ class DynamoMetadata:
         return parse_topic(name, item) if item else None
 
     def get_topics(self, names: Sequence[str]) -> dict[str, Topic]:
-        items = self._batch_get([topic_key(name) for name in names])
+        items = self.batch_get_items([topic_key(name) for name in names])
         return {
             item["pk"]["S"].removeprefix("topic#"): parse_topic(
                 item["pk"]["S"].removeprefix("topic#"), item
@@ -306,12 +306,14 @@ class DynamoMetadata:
 
     def put_heads(self, topic: Topic, partitions: Iterable[int]) -> None:
         """Write fresh heads, 25 per BatchWriteItem (topic creation is not a hot path)."""
-        self._batch_write([{"PutRequest": {"Item": self._new_head(topic, p)}} for p in partitions])
+        self.batch_write_items(
+            [{"PutRequest": {"Item": self._new_head(topic, p)}} for p in partitions]
+        )
 
     def delete_heads(self, topic: str, partitions: Iterable[int]) -> None:
-        self._batch_write([{"DeleteRequest": {"Key": head_key(topic, p)}} for p in partitions])
+        self.batch_write_items([{"DeleteRequest": {"Key": head_key(topic, p)}} for p in partitions])
 
-    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+    def batch_write_items(self, requests: list[dict[str, Any]]) -> None:
         for i in range(0, len(requests), BATCH_WRITE_LIMIT):
             pending: dict[str, Any] = {self.table: requests[i : i + BATCH_WRITE_LIMIT]}
             while pending:
@@ -343,7 +345,7 @@ class DynamoMetadata:
         return parse_head(topic, partition, item) if item else None
 
     def get_heads(self, topic: str, partitions: Iterable[int]) -> dict[int, PartitionHead]:
-        items = self._batch_get([head_key(topic, p) for p in partitions])
+        items = self.batch_get_items([head_key(topic, p) for p in partitions])
         heads = {}
         for item in items:
             partition = int(item["pk"]["S"].rsplit("#", 1)[1])
@@ -527,7 +529,10 @@ class DynamoMetadata:
 
     # ---- helpers -----------------------------------------------------------------------
 
-    def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def batch_get_items(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items that exist among keys (each once: BatchGetItem refuses duplicate keys)."""
+        unique = {(k["pk"]["S"], k["sk"]["S"]): k for k in keys}
+        keys = list(unique.values())
         items: list[dict[str, Any]] = []
         for i in range(0, len(keys), BATCH_GET_LIMIT):
             pending: dict[str, Any] = {

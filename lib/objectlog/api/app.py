@@ -1,7 +1,8 @@
 """The resolvers behind each Lambda function, with errors mapped by kind, never by message.
 
     produce  POST/PATCH/DELETE topic routes, POST records (JSON and REST Proxy v2)
-    fetch    GET routes, /docs (Swagger UI, assets from the Powertools package), /openapi.json
+    fetch    GET routes, consumer-group routes, /docs (Swagger UI, assets from the Powertools
+             package), /openapi.json
 
 A 5xx never carries a stack trace: it carries the request id, which is in the logs.
 """
@@ -29,6 +30,7 @@ from objectlog.api.routes import (
     ROUTES,
     Services,
     fetch_router,
+    groups_router,
     produce_router,
     topic_admin_router,
 )
@@ -63,6 +65,7 @@ def build_app(function: str, services: Services) -> APIGatewayHttpResolver:
         app.include_router(produce_router(services))
     if function in (FETCH, "all"):
         app.include_router(fetch_router(services))
+        app.include_router(groups_router(services))
     if function == FETCH:
         # The fetch function serves the whole API's document; API Gateway sends it only the
         # GET routes, and its role may not write, so the other routes cannot run there.

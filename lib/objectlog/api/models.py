@@ -146,3 +146,126 @@ def record_out(record: Record) -> dict[str, Any]:
         "value": b64encode(record.value),
         "headers": [{"key": k, "value": b64encode(v)} for k, v in record.headers],
     }
+
+
+# ---- consumer groups ---------------------------------------------------------------------
+
+TopicField = Field(min_length=1, max_length=249)
+
+
+class PartitionRef(Strict):
+    topic: str = TopicField
+    partition: int = Field(ge=0, le=2**31 - 1)
+
+
+class OffsetIn(Strict):
+    topic: str = TopicField
+    partition: int = Field(ge=0, le=2**31 - 1)
+    offset: int = Field(ge=0, le=2**63 - 1)
+    metadata: str = Field(default="", max_length=4096)
+
+
+class ReleaseIn(Strict):
+    topic: str = TopicField
+    partition: int = Field(ge=0, le=2**31 - 1)
+    offset: int | None = Field(default=None, ge=0, le=2**63 - 1, description="final commit")
+    metadata: str = Field(default="", max_length=4096)
+
+
+class JoinRequest(Strict):
+    topics: list[str] = Field(min_length=1, max_length=1000)
+    client_id: str = Field(default="objectlog", min_length=1, max_length=249)
+    session_timeout_ms: int = Field(default=10_000, ge=100, le=3_600_000)
+    strategies: list[str] = Field(default_factory=lambda: ["range", "sticky"], min_length=1)
+
+
+class HeartbeatRequest(Strict):
+    owned: list[PartitionRef] = Field(default_factory=list, max_length=100_000)
+    release: list[ReleaseIn] = Field(
+        default_factory=list,
+        max_length=100_000,
+        description="partitions given up, with their final offsets when offset is set",
+    )
+
+
+class LeaveRequest(Strict):
+    release: list[ReleaseIn] = Field(default_factory=list, max_length=100_000)
+
+
+class MembershipOut(BaseModel):
+    group: str
+    member_id: str
+    generation: int
+    strategy: str
+    members: list[str]
+    assigned: list[PartitionRef]
+    owned: list[PartitionRef] = Field(description="the assigned partitions this member holds")
+
+
+class CommitRequest(Strict):
+    member_id: str | None = Field(
+        default=None, description="omit to commit from outside the group (assign())"
+    )
+    generation: int = Field(default=-1, ge=-1)
+    offsets: list[OffsetIn] = Field(min_length=1, max_length=100_000)
+
+
+class CommittedOut(BaseModel):
+    topic: str
+    partition: int
+    offset: int | None
+    metadata: str | None
+
+
+class CommittedResponse(BaseModel):
+    offsets: list[CommittedOut]
+
+
+class GroupList(BaseModel):
+    groups: list[str]
+
+
+class MemberOut(BaseModel):
+    member_id: str
+    client_id: str
+    topics: list[str]
+    session_timeout_ms: int
+    lease_expires_ms: int
+    assigned: list[PartitionRef]
+
+
+class PartitionOffsetOut(BaseModel):
+    topic: str
+    partition: int
+    committed: int | None
+    metadata: str
+    log_start_offset: int
+    high_watermark: int
+    lag: int | None
+    owner: str | None
+
+
+class GroupOut(BaseModel):
+    group: str
+    state: str
+    generation: int
+    strategy: str | None
+    members: list[MemberOut]
+    offsets: list[PartitionOffsetOut]
+    total_lag: int
+
+
+class ResetOffsetsRequest(Strict):
+    topics: list[str] = Field(min_length=1, max_length=1000)
+    to: str = Field(
+        default="earliest", description="earliest, latest, timestamp, offset or current"
+    )
+    timestamp: int | None = Field(default=None, ge=0, le=2**63 - 1, description="with to=timestamp")
+    offsets: list[OffsetIn] = Field(default_factory=list, description="with to=offset")
+    shift_by: int | None = Field(default=None, description="with to=current")
+    dry_run: bool = False
+
+
+class ResetOffsetsResponse(BaseModel):
+    offsets: list[CommittedOut]
+    dry_run: bool

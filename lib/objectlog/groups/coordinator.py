@@ -1,0 +1,673 @@
+"""Consumer groups without a coordinator process: every member runs the protocol itself.
+
+Membership lives in the group item; a change (join, leave, an expired lease found by anyone,
+new partitions) rewrites it at generation + 1 with a new assignment, conditional on the
+generation it read, so concurrent changes serialize. The assignment is a target: a partition
+moves to its new member only when that member claims the partition's offset item, and it may
+claim it only from no owner or from an owner that is no longer in the group. A live previous
+owner learns of the move on its next heartbeat, commits (or drops) its position and releases
+the item, so revoked partitions are settled before they move (Kafka's cooperative protocol).
+A commit is one conditional UpdateItem on the offset item: owner and generation must match,
+so a zombie member's commit is rejected.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from objectlog.clock import Clock
+from objectlog.errors import (
+    CommitFailed,
+    ConcurrentModification,
+    GroupNotEmpty,
+    GroupNotFound,
+    InconsistentGroupProtocol,
+    InvalidRequest,
+    OffsetOutOfRange,
+    TopicNotFound,
+    UnknownMemberId,
+    UnknownPartition,
+)
+from objectlog.groups.assignors import STRATEGIES, assign
+from objectlog.groups.store import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
+from objectlog.metadata import ACTIVE, DynamoMetadata, PartitionHead
+from objectlog.topics import validate_topic_name
+
+GROUP_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
+MIN_SESSION_TIMEOUT_MS = 100
+MAX_SESSION_TIMEOUT_MS = 3_600_000
+MAX_METADATA_CHARS = 4096
+DEFAULT_STRATEGIES = ("range", "sticky")
+REBALANCE_ATTEMPTS = 20
+
+
+class OffsetAndMetadata(NamedTuple):
+    offset: int
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class Membership:
+    """A member's view after join or heartbeat.
+
+    ``assigned`` is the member's target assignment in this generation; ``owned`` the part of it
+    whose offset items it holds (a partition still held by a live previous owner is assigned
+    but not yet owned: consume only what is owned).
+    """
+
+    group: str
+    member_id: str
+    generation: int
+    strategy: str
+    members: tuple[str, ...]
+    assigned: tuple[TopicPartition, ...]
+    owned: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    client_id: str
+    topics: tuple[str, ...]
+    session_timeout_ms: int
+    lease_expires_ms: int
+    assigned: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class PartitionOffset:
+    """A partition's committed offset beside its log: lag is None when nothing is committed."""
+
+    topic: str
+    partition: int
+    committed: int | None
+    metadata: str
+    log_start_offset: int
+    high_watermark: int
+    owner: str | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.committed is None:
+            return None
+        return max(0, self.high_watermark - max(self.committed, self.log_start_offset))
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group: str
+    state: str  # Empty, Stable or Rebalancing (a partition not yet claimed by its new member)
+    generation: int
+    strategy: str | None
+    members: tuple[MemberDescription, ...]
+    offsets: tuple[PartitionOffset, ...]
+
+    @property
+    def total_lag(self) -> int:
+        return sum(p.lag or 0 for p in self.offsets)
+
+
+def validate_group_name(group: object) -> str:
+    if not isinstance(group, str) or not GROUP_NAME.match(group):
+        raise InvalidRequest(
+            f"invalid group id {group!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
+            field="group",
+        )
+    return group
+
+
+def choose_strategy(members: Mapping[str, MemberInfo]) -> str:
+    """The first strategy, in the lowest member id's order, that every member supports."""
+    common = set(STRATEGIES)
+    for info in members.values():
+        common &= set(info.strategies)
+    if not members:
+        return DEFAULT_STRATEGIES[0]
+    first = members[min(members)]
+    for strategy in first.strategies:
+        if strategy in common:
+            return strategy
+    raise InconsistentGroupProtocol(
+        "the members share no assignment strategy: "
+        + "; ".join(f"{m}: {list(i.strategies)}" for m, i in sorted(members.items())),
+        field="strategies",
+    )
+
+
+class GroupCoordinator:
+    """The group protocol over DynamoDB, run by whichever member (or admin) calls it."""
+
+    def __init__(
+        self,
+        metadata: DynamoMetadata,
+        clock: Clock,
+        offset_for_time: Callable[[str, int, int], int | None],
+    ) -> None:
+        self.metadata = metadata
+        self.store = GroupStore(metadata)
+        self.clock = clock
+        self.offset_for_time = offset_for_time  # ObjectLog.offset_for_time
+        self._tracked: set[tuple[str, str]] = set()
+
+    # ---- membership --------------------------------------------------------------------
+
+    def join(
+        self,
+        group: str,
+        topics: Collection[str],
+        *,
+        client_id: str = "objectlog",
+        session_timeout_ms: int = 10_000,
+        strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    ) -> Membership:
+        """Join as a new member; the group rebalances at the next generation."""
+        validate_group_name(group)
+        info = self._member_info(topics, client_id, session_timeout_ms, strategies)
+        self._require_topics(info.topics)
+        member_id = f"{client_id}-{uuid.uuid4()}"
+        self.store.put_member(group, member_id, self.clock.now_ms(), session_timeout_ms)
+        try:
+            state = self._rebalance(group, add=(member_id, info))
+        except BaseException:
+            self.store.delete_members(group, [member_id])
+            raise
+        self.store.register(group)
+        return self._settle(state, member_id, owned=())
+
+    def heartbeat(
+        self,
+        group: str,
+        member_id: str,
+        *,
+        owned: Collection[TopicPartition] = (),
+        release: Mapping[TopicPartition, OffsetAndMetadata | None] | None = None,
+    ) -> Membership:
+        """Renew the member's lease, expire lapsed members, release what the member gave up
+        (storing its final offset when given) and claim assigned partitions that are free.
+
+        Raises UnknownMemberId when the member is no longer in the group: join again.
+        """
+        validate_group_name(group)
+        if not self.store.renew_member(group, member_id, self.clock.now_ms()):
+            raise UnknownMemberId(f"member {member_id} is not in group {group}: join again")
+        state = self._rebalance(group)
+        if member_id not in state.members:
+            self.store.delete_members(group, [member_id])
+            raise UnknownMemberId(f"member {member_id} was removed from group {group}: join again")
+        self._release(group, member_id, release or {})
+        kept = set(owned) - set(release or {})
+        return self._settle(state, member_id, owned=kept)
+
+    def leave(
+        self,
+        group: str,
+        member_id: str,
+        *,
+        release: Mapping[TopicPartition, OffsetAndMetadata | None] | None = None,
+    ) -> None:
+        """Leave the group: release its partitions (with final offsets if given), rebalance."""
+        validate_group_name(group)
+        state = self.store.get_group(group)
+        self._release(group, member_id, release or {})
+        still_held = state.assignment.get(member_id, ())
+        if still_held:
+            _, items = self.store.read(group, [], still_held)
+            held = {tp: None for tp, item in items.items() if item.owner == member_id}
+            self._release(group, member_id, held)
+        self._rebalance(group, remove=member_id)
+        self.store.delete_members(group, [member_id])
+
+    # ---- offsets -----------------------------------------------------------------------
+
+    def commit(
+        self,
+        group: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        *,
+        member_id: str | None = None,
+        generation: int = -1,
+    ) -> None:
+        """Store committed offsets: by the member that owns each partition in its generation,
+        or (member_id None) by a consumer outside the group while no member owns them.
+
+        Offsets past the high watermark are rejected (nothing stored); offsets below the log
+        start are accepted, as in Kafka. Raises CommitFailed when fenced.
+        """
+        validate_group_name(group)
+        wanted = self._checked_offsets(offsets)
+        if member_id is None:
+            self._track(group, {tp.topic for tp in wanted})
+        now = self.clock.now_ms()
+        for tp, value in sorted(wanted.items()):
+            old = self.store.commit(
+                group,
+                tp,
+                value.offset,
+                value.metadata,
+                now,
+                member_id=member_id,
+                generation=generation,
+            )
+            if old is not None:
+                raise CommitFailed(_fenced_message(group, tp, old, member_id, generation))
+
+    def committed(
+        self, group: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        validate_group_name(group)
+        _, items = self.store.read(group, [], [TopicPartition(*tp) for tp in partitions])
+        return {
+            tp: None if item.offset is None else OffsetAndMetadata(item.offset, item.metadata)
+            for tp, item in items.items()
+        }
+
+    # ---- admin -------------------------------------------------------------------------
+
+    def list_groups(self) -> list[str]:
+        return self.store.group_names()
+
+    def describe(self, group: str) -> GroupDescription:
+        validate_group_name(group)
+        state = self.store.get_group(group)
+        if not state.exists:
+            raise GroupNotFound(f"group {group!r} does not exist", field="group")
+        counts = self._partition_counts(state.topics | _subscribed(state.members))
+        partitions = _all_partitions(counts)
+        expiries, items = self.store.read(group, state.members, partitions)
+        heads = self._heads(partitions)
+        members = tuple(
+            MemberDescription(
+                member_id=m,
+                client_id=info.client_id,
+                topics=info.topics,
+                session_timeout_ms=info.session_timeout_ms,
+                lease_expires_ms=expiries.get(m, 0),
+                assigned=state.assignment.get(m, ()),
+            )
+            for m, info in sorted(state.members.items())
+        )
+        offsets = tuple(
+            PartitionOffset(
+                topic=tp.topic,
+                partition=tp.partition,
+                committed=items[tp].offset,
+                metadata=items[tp].metadata,
+                log_start_offset=heads[tp].log_start_offset,
+                high_watermark=heads[tp].next_offset,
+                owner=items[tp].owner if items[tp].owner in state.members else None,
+            )
+            for tp in partitions
+            if tp in heads
+        )
+        return GroupDescription(
+            group, _group_phase(state, items), state.generation, state.strategy, members, offsets
+        )
+
+    def reset_offsets(
+        self,
+        group: str,
+        topics: Collection[str],
+        *,
+        to: str = "earliest",
+        timestamp_ms: int | None = None,
+        offsets: Mapping[TopicPartition, int] | None = None,
+        shift_by: int | None = None,
+        dry_run: bool = False,
+    ) -> dict[TopicPartition, int]:
+        """Move the group's offsets, as ``kafka-consumer-groups.sh --reset-offsets`` does.
+
+        ``to`` is one of earliest, latest, timestamp (with timestamp_ms), offset (explicit
+        ``offsets``, clamped to each log's range) or current (with shift_by). Only while the
+        group has no live members. Returns the new offsets (not stored when dry_run).
+        """
+        validate_group_name(group)
+        state = self._rebalance(group)
+        if state.members:
+            raise GroupNotEmpty(
+                f"group {group!r} has {len(state.members)} live member(s); stop them, or wait "
+                "for their sessions to lapse, before resetting its offsets"
+            )
+        targets = self._reset_targets(group, topics, to, timestamp_ms, offsets, shift_by)
+        if dry_run:
+            return targets
+        self._track(group, {tp.topic for tp in targets})
+        now = self.clock.now_ms()
+        for tp, offset in sorted(targets.items()):
+            if not self.store.reset(group, tp, offset, now, state.generation):
+                raise GroupNotEmpty(f"a member joined group {group!r} during the reset")
+        return targets
+
+    def delete_group(self, group: str) -> None:
+        """Delete an empty group and its committed offsets."""
+        validate_group_name(group)
+        state = self._rebalance(group)
+        if not state.exists:
+            raise GroupNotFound(f"group {group!r} does not exist", field="group")
+        if state.members:
+            raise GroupNotEmpty(f"group {group!r} has {len(state.members)} live member(s)")
+        counts = self._partition_counts(state.topics)
+        self.store.delete_offsets(group, _all_partitions(counts))
+        if not self.store.delete_group_item(group, state.generation):
+            raise ConcurrentModification(f"group {group!r} changed during the delete; retry")
+        self.store.unregister(group)
+        self._tracked = {t for t in self._tracked if t[0] != group}
+
+    # ---- the protocol ------------------------------------------------------------------
+
+    def _rebalance(
+        self,
+        group: str,
+        *,
+        add: tuple[str, MemberInfo] | None = None,
+        remove: str | None = None,
+    ) -> GroupState:
+        """Bring the group item up to date: add or remove a member, drop lapsed members,
+        cover new partitions. A no-op (no write) when nothing changed."""
+        for _ in range(REBALANCE_ATTEMPTS):
+            state = self.store.get_group(group)
+            if not state.exists and add is None:
+                return state  # only a join creates a group
+            expiries, _ = self.store.read(group, state.members, [])
+            now = self.clock.now_ms()
+            members = {
+                m: info
+                for m, info in state.members.items()
+                if expiries.get(m, -1) >= now and m != remove
+            }
+            if add is not None:
+                members[add[0]] = add[1]
+            counts = self._partition_counts(_subscribed(members))
+            if state.exists and members == state.members and _covers(state, counts):
+                return state
+            new = self._next_state(state, members, counts, now)
+            if self.store.replace_group(new, previous=state):
+                lapsed = set(state.members) - set(members) - {remove}
+                if lapsed:
+                    self.store.delete_members(group, lapsed)
+                return new
+        raise ConcurrentModification(f"group {group!r} kept changing; retry")
+
+    @staticmethod
+    def _next_state(
+        state: GroupState, members: dict[str, MemberInfo], counts: dict[str, int], now: int
+    ) -> GroupState:
+        strategy = choose_strategy(members)
+        assignment = assign(
+            strategy,
+            {m: info.topics for m, info in members.items()},
+            counts,
+            previous=state.assignment,
+        )
+        return GroupState(
+            name=state.name,
+            generation=state.generation + 1,
+            members=members,
+            assignment={m: tuple(tps) for m, tps in assignment.items()},
+            strategy=strategy if members else state.strategy,
+            topics=state.topics | _subscribed(members),
+            changed_ms=now,
+            exists=True,
+        )
+
+    def _settle(
+        self, state: GroupState, member_id: str, owned: Collection[TopicPartition]
+    ) -> Membership:
+        """Claim the member's assigned partitions that no live member holds."""
+        assigned = state.assignment.get(member_id, ())
+        holding = set(owned) & set(assigned)
+        if holding != set(assigned):
+            _, items = self.store.read(state.name, [], assigned)
+            holding = {tp for tp in assigned if self._holds(state, member_id, tp, items[tp])}
+        return Membership(
+            group=state.name,
+            member_id=member_id,
+            generation=state.generation,
+            strategy=state.strategy or DEFAULT_STRATEGIES[0],
+            members=tuple(sorted(state.members)),
+            assigned=tuple(sorted(assigned)),
+            owned=tuple(sorted(holding)),
+        )
+
+    def _holds(
+        self, state: GroupState, member_id: str, tp: TopicPartition, item: OffsetItem
+    ) -> bool:
+        if item.owner == member_id:
+            return True
+        if item.owner is not None and item.owner in state.members:
+            return False  # its previous owner has not released it yet
+        if self.store.claim(state.name, tp, member_id, state.generation, item.owner):
+            return True
+        _, items = self.store.read(state.name, [], [tp])  # a repeated claim of ours fails too
+        return items[tp].owner == member_id
+
+    def _release(
+        self,
+        group: str,
+        member_id: str,
+        release: Mapping[TopicPartition, OffsetAndMetadata | None],
+    ) -> None:
+        now = self.clock.now_ms()
+        for tp, final in sorted(release.items()):
+            stored = None if final is None else (final.offset, final.metadata, now)
+            self.store.release(group, TopicPartition(*tp), member_id, stored)
+
+    # ---- helpers -----------------------------------------------------------------------
+
+    @staticmethod
+    def _member_info(
+        topics: Collection[str], client_id: str, session_timeout_ms: int, strategies: Sequence[str]
+    ) -> MemberInfo:
+        if isinstance(topics, str) or not topics:
+            raise InvalidRequest("topics must be a non-empty list of topic names", field="topics")
+        for topic in topics:
+            validate_topic_name(topic)
+        if not isinstance(client_id, str) or not GROUP_NAME.match(client_id):
+            raise InvalidRequest(
+                f"invalid client id {client_id!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
+                field="client_id",
+            )
+        if (
+            type(session_timeout_ms) is not int
+            or not MIN_SESSION_TIMEOUT_MS <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS
+        ):
+            raise InvalidRequest(
+                f"session_timeout_ms must be an integer from {MIN_SESSION_TIMEOUT_MS} to "
+                f"{MAX_SESSION_TIMEOUT_MS}, got {session_timeout_ms!r}",
+                field="session_timeout_ms",
+            )
+        unknown = [s for s in strategies if s not in STRATEGIES]
+        if isinstance(strategies, str) or not strategies or unknown:
+            raise InvalidRequest(
+                f"strategies must be a non-empty list from {list(STRATEGIES)}, got {strategies!r}",
+                field="strategies",
+            )
+        return MemberInfo(
+            client_id, tuple(sorted(set(topics))), session_timeout_ms, tuple(strategies)
+        )
+
+    def _require_topics(self, topics: Collection[str]) -> None:
+        found = self._partition_counts(topics)
+        missing = sorted(set(topics) - set(found))
+        if missing:
+            raise TopicNotFound(f"topic(s) {', '.join(missing)} do not exist", field="topics")
+
+    def _partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+        if not topics:
+            return {}
+        found = self.metadata.get_topics(sorted(topics))
+        return {name: t.partitions for name, t in found.items() if t.state == ACTIVE}
+
+    def _heads(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, PartitionHead]:
+        heads: dict[TopicPartition, PartitionHead] = {}
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        for topic, numbers in sorted(by_topic.items()):
+            for number, head in self.metadata.get_heads(topic, numbers).items():
+                heads[TopicPartition(topic, number)] = head
+        return heads
+
+    def _checked_offsets(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Validate every offset against its partition's log before storing any."""
+        wanted = {TopicPartition(*tp): _offset_value(v) for tp, v in offsets.items()}
+        heads = self._heads(list(wanted))
+        counts = self._partition_counts({tp.topic for tp in wanted})
+        for tp, value in wanted.items():
+            if tp.topic not in counts:
+                raise TopicNotFound(f"topic {tp.topic!r} does not exist", field="topic")
+            head = heads.get(tp)
+            if head is None:
+                raise UnknownPartition(
+                    f"topic {tp.topic!r} has {counts[tp.topic]} partitions; "
+                    f"there is no partition {tp.partition}",
+                    field="partition",
+                )
+            if value.offset > head.next_offset:
+                raise OffsetOutOfRange(
+                    f"cannot commit offset {value.offset} for {tp.topic}/{tp.partition}: "
+                    f"past the high watermark {head.next_offset}",
+                    log_start_offset=head.log_start_offset,
+                    high_watermark=head.next_offset,
+                )
+        return wanted
+
+    def _reset_targets(
+        self,
+        group: str,
+        topics: Collection[str],
+        to: str,
+        timestamp_ms: int | None,
+        offsets: Mapping[TopicPartition, int] | None,
+        shift_by: int | None,
+    ) -> dict[TopicPartition, int]:
+        if isinstance(topics, str) or not topics:
+            raise InvalidRequest("topics must be a non-empty list of topic names", field="topics")
+        self._require_topics(topics)
+        partitions = _all_partitions(self._partition_counts(topics))
+        if to == "offset":
+            if not offsets:
+                raise InvalidRequest("to=offset needs offsets", field="offsets")
+            partitions = sorted(TopicPartition(*tp) for tp in offsets)
+        heads = self._heads(partitions)
+        current = self.committed(group, partitions) if to == "current" else {}
+        targets: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            head = heads.get(tp)
+            if head is None:
+                raise UnknownPartition(f"there is no partition {tp.topic}/{tp.partition}")
+            wanted = self._reset_target(tp, head, to, timestamp_ms, offsets, shift_by, current)
+            targets[tp] = min(max(wanted, head.log_start_offset), head.next_offset)
+        return targets
+
+    def _reset_target(
+        self,
+        tp: TopicPartition,
+        head: PartitionHead,
+        to: str,
+        timestamp_ms: int | None,
+        offsets: Mapping[TopicPartition, int] | None,
+        shift_by: int | None,
+        current: Mapping[TopicPartition, OffsetAndMetadata | None],
+    ) -> int:
+        if to == "earliest":
+            return head.log_start_offset
+        if to == "latest":
+            return head.next_offset
+        if to == "timestamp":
+            if type(timestamp_ms) is not int:
+                raise InvalidRequest("to=timestamp needs timestamp_ms", field="timestamp_ms")
+            return self._offset_for_time(head, timestamp_ms)
+        if to == "offset":
+            assert offsets is not None
+            value = {TopicPartition(*k): v for k, v in offsets.items()}[tp]
+            if type(value) is not int:
+                raise InvalidRequest(f"offset for {tp} must be an integer", field="offsets")
+            return value
+        if to == "current":
+            if type(shift_by) is not int:
+                raise InvalidRequest("to=current needs shift_by", field="shift_by")
+            committed = current.get(tp)
+            return (committed.offset if committed else head.log_start_offset) + shift_by
+        raise InvalidRequest(
+            f"to must be earliest, latest, timestamp, offset or current, got {to!r}", field="to"
+        )
+
+    def _offset_for_time(self, head: PartitionHead, timestamp_ms: int) -> int:
+        """The first offset at or after the time, or the high watermark (as Kafka resets)."""
+        found = self.offset_for_time(head.topic, head.partition, timestamp_ms)
+        return head.next_offset if found is None else found
+
+    def _track(self, group: str, topics: Iterable[str]) -> None:
+        new = sorted(t for t in topics if (group, t) not in self._tracked)
+        if new:
+            self.store.register(group)
+            self.store.track_topics(group, new)
+            self._tracked.update((group, t) for t in new)
+
+
+def _offset_value(value: OffsetAndMetadata | int | object) -> OffsetAndMetadata:
+    if type(value) is int:
+        value = OffsetAndMetadata(value)
+    if not isinstance(value, tuple) or len(value) != 2:
+        raise InvalidRequest(f"an offset must be an integer, got {value!r}", field="offsets")
+    offset, metadata = value
+    if type(offset) is not int or offset < 0:
+        raise InvalidRequest(
+            f"an offset must be a non-negative integer, got {offset!r}", field="offsets"
+        )
+    if not isinstance(metadata, str) or len(metadata) > MAX_METADATA_CHARS:
+        raise InvalidRequest(
+            f"offset metadata must be a string of at most {MAX_METADATA_CHARS} characters",
+            field="metadata",
+        )
+    return OffsetAndMetadata(offset, metadata)
+
+
+def _fenced_message(
+    group: str, tp: TopicPartition, old: OffsetItem, member_id: str | None, generation: int
+) -> str:
+    where = f"{tp.topic}/{tp.partition} in group {group!r}"
+    if member_id is None:
+        return (
+            f"cannot commit {where} from outside the group: member {old.owner} owns it "
+            f"(generation {old.owner_generation})"
+        )
+    if old.owner == member_id:
+        return (
+            f"cannot commit {where}: this member claimed it at generation "
+            f"{old.owner_generation}, after generation {generation} it commits for; rejoin"
+        )
+    owner = f"member {old.owner} (generation {old.owner_generation})" if old.owner else "no member"
+    return (
+        f"cannot commit {where}: it is now owned by {owner}, not by {member_id} "
+        f"(generation {generation}); the group rebalanced, rejoin"
+    )
+
+
+def _subscribed(members: Mapping[str, MemberInfo]) -> frozenset[str]:
+    return frozenset(t for info in members.values() for t in info.topics)
+
+
+def _all_partitions(counts: Mapping[str, int]) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t in sorted(counts) for p in range(counts[t])]
+
+
+def _covers(state: GroupState, counts: Mapping[str, int]) -> bool:
+    """The assignment covers exactly the subscribed topics' current partitions."""
+    assigned = {tp for tps in state.assignment.values() for tp in tps}
+    return assigned == set(_all_partitions(counts))
+
+
+def _group_phase(state: GroupState, items: Mapping[TopicPartition, OffsetItem]) -> str:
+    if not state.members:
+        return "Empty"
+    for member_id, tps in state.assignment.items():
+        if any(tp in items and items[tp].owner != member_id for tp in tps):
+            return "Rebalancing"
+    return "Stable"

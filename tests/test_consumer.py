@@ -1,0 +1,208 @@
+"""The Kafka-shaped consumer against moto server: groups, rebalances, crashes, positions."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from objectlog import ObjectLog
+from objectlog.clock import ManualClock
+from objectlog.errors import InvalidRequest
+from objectlog.groups import Consumer, NoOffsetForPartition, TopicPartition
+from objectlog.records import Record
+
+TOPIC = "events"
+SESSION_MS = 10_000
+
+
+@pytest.fixture(autouse=True)
+def topic(clocked_log: ObjectLog) -> None:
+    clocked_log.create_topic(TOPIC, partitions=6)
+
+
+def produce(log: ObjectLog, per_partition: int, start: int = 0, partitions: int = 6) -> None:
+    with log.producer() as producer:
+        for p in range(partitions):
+            for i in range(start, start + per_partition):
+                producer.send(TOPIC, value=f"{p}:{i}".encode(), partition=p)
+
+
+def drain(consumer: Consumer, expected: int, timeout_s: float = 20.0) -> list[Record]:
+    records: list[Record] = []
+    deadline = time.monotonic() + timeout_s
+    while len(records) < expected and time.monotonic() < deadline:
+        records.extend(consumer.poll(timeout=0.2))
+    return records
+
+
+def keys(records: list[Record]) -> list[tuple[int, int]]:
+    return sorted((r.partition, r.offset) for r in records)
+
+
+def test_a_group_consumer_reads_everything_once_and_resumes_from_commits(
+    clocked_log: ObjectLog,
+) -> None:
+    produce(clocked_log, per_partition=10)
+    with clocked_log.consumer(
+        group="billing", topics=[TOPIC], auto_offset_reset="earliest", enable_auto_commit=False
+    ) as consumer:
+        records = drain(consumer, 60)
+        assert keys(records) == [(p, o) for p in range(6) for o in range(10)]
+        assert all(r.value == f"{r.partition}:{r.offset}".encode() for r in records)
+        consumer.commit()
+        assert consumer.position(TopicPartition(TOPIC, 0)) == 10
+        committed = consumer.committed([TopicPartition(TOPIC, 3)])
+        assert committed[TopicPartition(TOPIC, 3)] == (10, "")
+    produce(clocked_log, per_partition=2, start=10)
+    with clocked_log.consumer(group="billing", topics=[TOPIC]) as again:
+        assert keys(drain(again, 12)) == [(p, o) for p in range(6) for o in (10, 11)]
+
+
+def test_poll_waits_for_data_instead_of_returning_at_once(clocked_log: ObjectLog) -> None:
+    with clocked_log.consumer(group="g", topics=[TOPIC], auto_offset_reset="earliest") as c:
+        started = time.monotonic()
+        assert c.poll(timeout=0.5) == []
+        assert time.monotonic() - started >= 0.45
+
+        timer = threading.Timer(0.3, produce, args=(clocked_log, 1), kwargs={"partitions": 1})
+        timer.start()
+        started = time.monotonic()
+        records = c.poll(timeout=10)
+        waited = time.monotonic() - started
+        timer.join()
+        assert [r.value for r in records] == [b"0:0"]
+        assert 0.25 <= waited < 5
+
+
+def test_revoked_partitions_are_committed_before_they_move(clocked_log: ObjectLog) -> None:
+    produce(clocked_log, per_partition=10)
+    options = {"group": "g", "topics": [TOPIC], "auto_offset_reset": "earliest"}
+    options["heartbeat_interval_ms"] = 100
+    first = clocked_log.consumer(strategies=["sticky"], **options)
+    first_records = drain(first, 60)
+    assert len(first_records) == 60
+    revoked: list[set[TopicPartition]] = []
+    second = clocked_log.consumer(strategies=["sticky"], on_assign=revoked.append, **options)
+    second.poll(timeout=0)  # joins; its partitions are still held by the first
+    assert second.assignment() == set()
+    time.sleep(0.1)
+    first.poll(timeout=0)  # heartbeat: learns of the move, commits and releases three
+    assert len(first.assignment()) == 3
+    assert second.poll(timeout=0.5) == []  # claims them, at the first's final commit
+    assert len(second.assignment()) == 3 and revoked == [second.assignment()]
+
+    produce(clocked_log, per_partition=5, start=10)
+    late = drain(first, 15, timeout_s=5) + drain(second, 15, timeout_s=5)
+    assert keys(late) == [(p, o) for p in range(6) for o in range(10, 15)]  # once, none lost
+    first.close()
+    second.close()
+
+
+def test_members_share_partitions_and_take_over_after_close(clocked_log: ObjectLog) -> None:
+    produce(clocked_log, per_partition=5)
+    options = {"group": "g", "topics": [TOPIC], "auto_offset_reset": "earliest"}
+    consumers = [clocked_log.consumer(heartbeat_interval_ms=50, **options) for _ in range(3)]
+    read: list[Record] = []
+    for _ in range(40):
+        for c in consumers:
+            read.extend(c.poll(timeout=0.02))
+        if all(len(c.assignment()) == 2 for c in consumers):
+            break
+    assert sorted(len(c.assignment()) for c in consumers) == [2, 2, 2]
+    consumers[2].close()
+    for _ in range(40):
+        for c in consumers[:2]:
+            read.extend(c.poll(timeout=0.02))
+        if len(read) == 30 and sorted(len(c.assignment()) for c in consumers[:2]) == [3, 3]:
+            break
+    assert sorted(len(c.assignment()) for c in consumers[:2]) == [3, 3]
+    assert keys(read) == [(p, o) for p in range(6) for o in range(5)]  # auto-committed on moves
+    for c in consumers[:2]:
+        c.close()
+    description = clocked_log.groups.describe("g")
+    assert description.state == "Empty" and description.total_lag == 0
+
+
+def test_assign_seek_pause_and_resume(clocked_log: ObjectLog) -> None:
+    produce(clocked_log, per_partition=5, partitions=2)
+    zero, one = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+    with clocked_log.consumer(auto_offset_reset="earliest") as consumer:
+        consumer.assign([zero, one])
+        consumer.seek(zero, 3)
+        consumer.pause([one])
+        assert consumer.paused() == {one}
+        assert keys(drain(consumer, 2)) == [(0, 3), (0, 4)]
+        consumer.resume([one])
+        consumer.seek_to_end([zero])
+        assert keys(drain(consumer, 5)) == [(1, o) for o in range(5)]
+        assert consumer.position(zero) == 5
+        consumer.seek_to_beginning()
+        assert consumer.position(one) == 0
+        with pytest.raises(InvalidRequest, match="not assigned"):
+            consumer.seek(TopicPartition(TOPIC, 2), 0)
+        with pytest.raises(InvalidRequest, match="commit needs a group"):
+            consumer.commit()
+
+
+def test_manual_assignment_commits_while_no_member_owns_the_partitions(
+    clocked_log: ObjectLog,
+) -> None:
+    produce(clocked_log, per_partition=3, partitions=1)
+    zero = TopicPartition(TOPIC, 0)
+    with clocked_log.consumer(group="manual", enable_auto_commit=False) as consumer:
+        consumer.assign([zero])
+        consumer.seek(zero, 0)
+        assert len(drain(consumer, 3)) == 3
+        consumer.commit()
+    assert clocked_log.groups.committed("manual", [zero])[zero] == (3, "")
+    assert clocked_log.groups.list_groups() == ["manual"]
+
+
+def test_no_offset_reset_raises(clocked_log: ObjectLog) -> None:
+    consumer = clocked_log.consumer(group="g", topics=[TOPIC], auto_offset_reset="none")
+    with consumer, pytest.raises(NoOffsetForPartition, match="no committed offset"):
+        consumer.poll(timeout=0)
+
+
+def test_a_consumer_killed_at_random_points_never_skips_a_record(
+    clocked_log: ObjectLog, clock: ManualClock
+) -> None:
+    """Process, then commit; crash anywhere; the next incarnation must see every record."""
+    produce(clocked_log, per_partition=40)
+    processed: set[tuple[int, int]] = set()
+    committed_seen: dict[int, int] = {}
+    rng = random.Random(7)
+    kills = 0
+    done = {p: 40 for p in range(6)}
+    while (len(processed) < 240 or committed_seen != done) and kills < 300:
+        consumer = clocked_log.consumer(
+            group="crashy",
+            topics=[TOPIC],
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_MS,
+            max_poll_records=rng.randint(1, 30),
+        )
+        crash_at = rng.choice(["after_poll", "mid_processing", "before_commit", "after_commit"])
+        for record in consumer.poll(timeout=0.2):
+            if crash_at == "mid_processing" and rng.random() < 0.3:
+                break
+            processed.add((record.partition, record.offset))
+        else:
+            if crash_at != "before_commit":
+                consumer.commit()
+                for tp, value in clocked_log.groups.committed(
+                    "crashy", consumer.assignment()
+                ).items():
+                    assert value is not None
+                    assert value.offset >= committed_seen.get(tp.partition, 0)  # never backwards
+                    committed_seen[tp.partition] = value.offset
+        kills += 1  # abandoned without close(): its lease lapses, the next join expires it
+        clock.advance(SESSION_MS + 1)
+    assert sorted(processed) == [(p, o) for p in range(6) for o in range(40)]
+    skipped = 240 - len(processed)
+    assert skipped == 0
+    assert committed_seen == done
