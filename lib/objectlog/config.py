@@ -14,6 +14,7 @@ ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 ENV_ENDPOINT = "AWS_ENDPOINT_URL"
 ENV_S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"
 ENV_DYNAMODB_ENDPOINT = "AWS_ENDPOINT_URL_DYNAMODB"
+ENV_DELETE_GRACE_MS = "OBJECTLOG_DELETE_GRACE_MS"
 
 DEFAULT_BUCKET = "objectlog"
 DEFAULT_TABLE = "objectlog"
@@ -38,6 +39,8 @@ class Config:
     max_attempts: int = 8
     connect_timeout_s: float = 5.0
     read_timeout_s: float = 30.0
+    # Replaced objects stay readable this long before GC may delete them (file.delete.delay.ms).
+    delete_grace_ms: int = 60_000
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -51,6 +54,7 @@ class Config:
             region=env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION) or DEFAULT_REGION,
             s3_endpoint=env.get(ENV_S3_ENDPOINT) or generic,
             dynamodb_endpoint=env.get(ENV_DYNAMODB_ENDPOINT) or generic,
+            delete_grace_ms=int(env.get(ENV_DELETE_GRACE_MS, "60000")),
         )
         return replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
 

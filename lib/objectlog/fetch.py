@@ -20,10 +20,11 @@ import pyarrow.compute as pc
 from objectlog.errors import ObjectLogError, ObjectNotFound, OffsetOutOfRange, UnknownPartition
 from objectlog.index import LEVEL_L0, PlacedRef
 from objectlog.index_store import IndexStore, LruCache
+from objectlog.l1 import Footers, decode_ref
 from objectlog.layout import object_key
 from objectlog.metadata import DynamoMetadata, PartitionHead
 from objectlog.records import Record
-from objectlog.segment import SCHEMA, decode_parquet, table_to_records, with_absolute_offsets
+from objectlog.segment import SCHEMA, table_to_records
 
 DEFAULT_MAX_BYTES = 1 << 20
 RESOLVE_ATTEMPTS = 3
@@ -93,11 +94,13 @@ class Reader:
         prefix: str,
         read_many: ReadMany,
         partition_count: Callable[[str], int],
+        footers: Footers,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.metadata = metadata
         self.index = index
         self.prefix = prefix
+        self.footers = footers
         self.read_many = read_many
         self.partition_count = partition_count
         self.sleep = sleep
@@ -205,6 +208,12 @@ class Reader:
                 else:
                     tables_by_range[key] = table
 
+        failed: dict[tuple[str, int, int], ObjectLogError] = self._load_footers(wanted_refs)
+        if failed:
+            kept = [i for i, key in enumerate(wanted) if key not in failed]
+            wanted = [wanted[i] for i in kept]
+            wanted_refs = [wanted_refs[i] for i in kept]
+
         def decode(index: int, data: bytes) -> pa.Table | _Undecodable:
             # Runs as each GET completes, while the others are still in flight.
             try:
@@ -212,7 +221,6 @@ class Reader:
             except Exception as e:
                 return _Undecodable(e)
 
-        failed: dict[tuple[str, int, int], ObjectLogError] = {}
         for key, result in zip(wanted, self.read_many(wanted, decode), strict=True):
             if isinstance(result, _Undecodable):
                 raise result.error
@@ -240,12 +248,24 @@ class Reader:
         ref = placed.ref
         return object_key(self.prefix, ref.level, ref.object_id), ref.start, ref.length
 
-    @staticmethod
-    def _decode(placed: PlacedRef, data: bytes) -> pa.Table:
-        table = decode_parquet(data)
-        if placed.ref.level == LEVEL_L0:
-            table = with_absolute_offsets(table, placed.base_offset)
-        return table
+    def _decode(self, placed: PlacedRef, data: bytes) -> pa.Table:
+        return decode_ref(placed, data, self.footers, self.prefix)
+
+    def _load_footers(
+        self, placed_refs: Sequence[PlacedRef]
+    ) -> dict[tuple[str, int, int], ObjectLogError]:
+        """Fetch (or find cached) the footer of every L1 file to read; the ranges of files
+        that are gone, with their error (a compaction swap replaced them)."""
+        failed: dict[tuple[str, int, int], ObjectLogError] = {}
+        for placed in placed_refs:
+            if placed.ref.level == LEVEL_L0:
+                continue
+            key = self._range(placed)
+            try:
+                self.footers.get(key[0])
+            except ObjectNotFound as e:
+                failed[key] = e
+        return failed
 
     def _result(
         self,

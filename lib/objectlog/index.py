@@ -133,20 +133,40 @@ class ManifestEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Retired:
+    """An object the index stopped referencing at ``at_ms`` (a spill or a compaction swap
+    replaced it). It stays referenced, for garbage collection, until the delete grace period
+    has passed, so a reader that resolved the old index a moment ago can still read it."""
+
+    key: str
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ManifestList:
-    """An immutable, offset-ordered list of manifests."""
+    """An immutable, offset-ordered list of manifests, plus the recently retired objects."""
 
     entries: tuple[ManifestEntry, ...]
+    retired: tuple[Retired, ...] = ()
 
     def to_json(self) -> bytes:
-        return json.dumps(
-            {"manifests": [vars_of(entry) for entry in self.entries]}, separators=(",", ":")
-        ).encode()
+        body: dict[str, object] = {"manifests": [vars_of(entry) for entry in self.entries]}
+        if self.retired:
+            body["retired"] = [[r.key, r.at_ms] for r in self.retired]
+        return json.dumps(body, separators=(",", ":")).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> ManifestList:
         body = json.loads(data)
-        return cls(tuple(ManifestEntry(**entry) for entry in body["manifests"]))
+        return cls(
+            tuple(ManifestEntry(**entry) for entry in body["manifests"]),
+            tuple(Retired(key, at) for key, at in body.get("retired", [])),
+        )
+
+    def retiring(self, keys: Iterable[str], now_ms: int, grace_ms: int) -> tuple[Retired, ...]:
+        """This list's retired objects still inside the grace period, plus keys retired now."""
+        kept = tuple(r for r in self.retired if r.at_ms > now_ms - grace_ms)
+        return kept + tuple(Retired(key, now_ms) for key in keys)
 
     def covering(self, offset: int) -> Iterator[ManifestEntry]:
         """Entries whose range ends after offset, in offset order."""

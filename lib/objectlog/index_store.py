@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from objectlog.clock import Clock, new_ulid
-from objectlog.index import Manifest, ManifestEntry, ManifestList, PlacedRef, place
+from objectlog.index import Manifest, ManifestEntry, ManifestList, PlacedRef, Retired, place
 from objectlog.layout import manifest_key, manifest_list_key
 from objectlog.metadata import DynamoMetadata, PartitionHead
 from objectlog.storage import ObjectStore
@@ -22,6 +22,8 @@ MANIFEST_MAX_REFS = 512
 # Producer state kept in a head: at most this many producers, none unused for longer.
 PRODUCER_CAP = 24
 PRODUCER_EXPIRY_S = 24 * 3600
+# Replaced index and data objects stay readable this long (Kafka's file.delete.delay.ms).
+DEFAULT_DELETE_GRACE_MS = 60_000
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -61,12 +63,18 @@ class LruCache(Generic[K, V]):
 
 class IndexStore:
     def __init__(
-        self, store: ObjectStore, metadata: DynamoMetadata, prefix: str, clock: Clock
+        self,
+        store: ObjectStore,
+        metadata: DynamoMetadata,
+        prefix: str,
+        clock: Clock,
+        delete_grace_ms: int = DEFAULT_DELETE_GRACE_MS,
     ) -> None:
         self.store = store
         self.metadata = metadata
         self.prefix = prefix
         self.clock = clock
+        self.delete_grace_ms = delete_grace_ms
         self._lists: LruCache[str, ManifestList] = LruCache(256)
         self._manifests: LruCache[str, Manifest] = LruCache(1024)
         self._placed: LruCache[str, tuple[tuple[PlacedRef, ...], list[int]]] = LruCache(256)
@@ -111,7 +119,9 @@ class IndexStore:
         moved = head.tail[: len(head.tail) - TAIL_KEEP]
         if not moved:
             return False
-        entries = list(self.manifest_list(head.manifest_list).entries) if head.manifest_list else []
+        previous = self.manifest_list(head.manifest_list) if head.manifest_list else None
+        entries = list(previous.entries) if previous else []
+        retired = [head.manifest_list] if head.manifest_list else []
         manifest = Manifest(head.tail_base, tuple(moved))
         last = entries[-1] if entries else None
         if (
@@ -121,15 +131,14 @@ class IndexStore:
         ):
             manifest = Manifest(last.base_offset, self.manifest(last.key).refs + tuple(moved))
             entries.pop()
+            retired.append(last.key)
         topic_id, partition = head.topic_id, head.partition
-        mkey = manifest_key(self.prefix, topic_id, partition, new_ulid(self.clock))
-        self.store.put_if_absent(mkey, manifest.to_json())
-        self._manifests.put(mkey, manifest)
+        created = self.clock.now_ms()
+        mkey = self.put_manifest(topic_id, partition, manifest)
         entries.append(ManifestEntry.summarize(mkey, manifest))
-        listing = ManifestList(tuple(entries))
-        lkey = manifest_list_key(self.prefix, topic_id, partition, new_ulid(self.clock))
-        self.store.put_if_absent(lkey, listing.to_json())
-        self._lists.put(lkey, listing)
+        lkey = self.put_manifest_list(
+            topic_id, partition, entries, self.retiring(previous, retired)
+        )
         done = self.metadata.spill(
             head.topic,
             partition,
@@ -137,10 +146,36 @@ class IndexStore:
             refs_removed=len(moved),
             span_removed=sum(ref.span for ref in moved),
             manifest_list=lkey,
+            object_time_ms=created,
             expired_producers=self.expired_producers(head),
         )
         self.spills += int(done)
         return done
+
+    def put_manifest(self, topic_id: str, partition: int, manifest: Manifest) -> str:
+        key = manifest_key(self.prefix, topic_id, partition, new_ulid(self.clock))
+        self.store.put_if_absent(key, manifest.to_json())
+        self._manifests.put(key, manifest)
+        return key
+
+    def put_manifest_list(
+        self,
+        topic_id: str,
+        partition: int,
+        entries: list[ManifestEntry],
+        retired: tuple[Retired, ...],
+    ) -> str:
+        listing = ManifestList(tuple(entries), retired)
+        key = manifest_list_key(self.prefix, topic_id, partition, new_ulid(self.clock))
+        self.store.put_if_absent(key, listing.to_json())
+        self._lists.put(key, listing)
+        return key
+
+    def retiring(self, previous: ManifestList | None, keys: list[str]) -> tuple[Retired, ...]:
+        """What a new manifest list carries as retired: previous's still in grace, plus keys."""
+        return (previous or ManifestList(())).retiring(
+            keys, self.clock.now_ms(), self.delete_grace_ms
+        )
 
     def expired_producers(self, head: PartitionHead) -> list[str]:
         now_s = self.clock.now_ms() // 1000

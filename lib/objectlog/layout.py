@@ -10,8 +10,11 @@ topics/<topic>/<topic-id>/partition=<p>/<...>.parquet   L1 files (the compactor'
 
 from __future__ import annotations
 
+from objectlog.clock import ulid_time_ms
+
 L0_DIR = "l0/"
 INDEX_DIR = "index/"
+TOPICS_DIR = "topics/"
 
 
 def l0_key(prefix: str, ulid: str) -> str:
@@ -29,3 +32,20 @@ def manifest_list_key(prefix: str, topic_id: str, partition: int, ulid: str) -> 
 def object_key(prefix: str, level: int, object_id: str) -> str:
     """The key of a ref's object: L0 refs carry only the ULID, L1 refs the key below prefix."""
     return l0_key(prefix, object_id) if level == 0 else f"{prefix}{object_id}"
+
+
+def l1_key(prefix: str, topic: str, topic_id: str, partition: int, base: int, ulid: str) -> str:
+    """An L1 file: named by its first offset (so a listing sorts in offset order) and a ULID."""
+    return (
+        f"{prefix}{TOPICS_DIR}{topic}/{topic_id}/partition={partition}/{base:020d}-{ulid}.parquet"
+    )
+
+
+def object_time_ms(key: str) -> int | None:
+    """When an object was written, from the ULID in its name (None for a foreign key)."""
+    name = key.rsplit("/", 1)[-1].split(".", 1)[0]
+    candidate = name[-26:]
+    try:
+        return ulid_time_ms(candidate)
+    except ValueError:
+        return None

@@ -18,6 +18,7 @@ from objectlog.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
 from objectlog.groups.consumer import Consumer
 from objectlog.groups.coordinator import GroupCoordinator
 from objectlog.index_store import IndexStore
+from objectlog.l1 import Footers
 from objectlog.metadata import ACTIVE, DELETING, DynamoMetadata
 from objectlog.producer import Producer
 from objectlog.segment import COMPRESSIONS, decode_parquet
@@ -68,7 +69,10 @@ class ObjectLog:
         self.metadata = metadata or DynamoMetadata(
             dynamodb_client or aws.dynamodb_client(config, session), config.table
         )
-        self.index = IndexStore(self.store, self.metadata, config.prefix, self.clock)
+        self.index = IndexStore(
+            self.store, self.metadata, config.prefix, self.clock, config.delete_grace_ms
+        )
+        self.footers = Footers(self.store)
         self._topics: dict[str, tuple[float, Topic]] = {}
         self._topics_lock = threading.Lock()
         self._range_reader: AsyncRangeReader | None = None
@@ -252,6 +256,7 @@ class ObjectLog:
                 self.config.prefix,
                 self._read_many,
                 lambda topic: self.topic(topic).partitions,
+                self.footers,
             )
         return self._reader
 

@@ -474,13 +474,16 @@ class DynamoMetadata:
         refs_removed: int,
         span_removed: int,
         manifest_list: str,
+        object_time_ms: int,
         expired_producers: Iterable[str] = (),
     ) -> bool:
         """Move the oldest refs out of the tail (they are now in manifest_list).
 
         Conditional on the index epoch, which only spills and compaction swaps change: the
         first refs_removed refs are then exactly the ones the caller saw (appends only add at
-        the end). Returns False if another writer changed the index first.
+        the end); and on the GC horizon being older than the new index objects
+        (object_time_ms), so a spiller paused past the horizon cannot point the head at
+        objects the collector may delete. Returns False if either condition failed.
         """
         if refs_removed <= 0:
             raise InvalidRequest("spill must remove at least one ref")
@@ -498,12 +501,13 @@ class DynamoMetadata:
                 UpdateExpression=(
                     f"REMOVE {', '.join(removes)} SET tb = tb + :span, ml = :ml, ie = ie + :one"
                 ),
-                ConditionExpression="ie = :ie",
+                ConditionExpression="ie = :ie AND gch < :ots",
                 ExpressionAttributeValues={
                     ":span": _n(span_removed),
                     ":ml": {"S": manifest_list},
                     ":one": _n(1),
                     ":ie": _n(expected_epoch),
+                    ":ots": _n(object_time_ms),
                 },
                 **kwargs,
             )
@@ -511,6 +515,83 @@ class DynamoMetadata:
             if error_code(e) == "ConditionalCheckFailedException":
                 return False
             raise translate(e, what="UpdateItem head (spill)", idempotent=False) from e
+        return True
+
+    def stamp_compactor_epoch(self, topic: str, partition: int, epoch: int) -> bool:
+        """Record that the compactor lease's holder at epoch now works on this partition, so
+        any older holder's swap fails; False if a newer holder stamped it already."""
+        return self._conditional_head_update(
+            "UpdateItem head (compactor epoch)",
+            topic,
+            partition,
+            update="SET ce = :e",
+            condition="attribute_exists(pk) AND (attribute_not_exists(ce) OR ce <= :e)",
+            values={":e": _n(epoch)},
+        )
+
+    def swap_index(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        topic_id: str,
+        expected_index_epoch: int,
+        compactor_epoch: int,
+        manifest_list: str,
+        log_start_offset: int,
+        object_time_ms: int,
+        segments_delta: int,
+        bytes_delta: int,
+    ) -> bool:
+        """Point the head at a compacted index: one UpdateItem, conditional on the index
+        epoch and topic id the compactor read, on its lease epoch (a fenced compactor cannot
+        swap) and on the GC horizon being older than the new objects. Never on next_offset,
+        which producers move all the time. False if a condition failed."""
+        return self._conditional_head_update(
+            "UpdateItem head (compaction swap)",
+            topic,
+            partition,
+            update=(
+                "SET ml = :ml, lso = :lso, ie = ie + :one ADD segs :dsegs, nbytes :dbytes"
+            ),
+            condition="tid = :tid AND ie = :ie AND ce = :ce AND gch < :ots",
+            values={
+                ":ml": {"S": manifest_list},
+                ":lso": _n(log_start_offset),
+                ":one": _n(1),
+                ":dsegs": _n(segments_delta),
+                ":dbytes": _n(bytes_delta),
+                ":tid": {"S": topic_id},
+                ":ie": _n(expected_index_epoch),
+                ":ce": _n(compactor_epoch),
+                ":ots": _n(object_time_ms),
+            },
+        )
+
+    def _conditional_head_update(
+        self,
+        what: str,
+        topic: str,
+        partition: int,
+        *,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+    ) -> bool:
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=head_key(topic, partition),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+            )
+        except botocore.exceptions.ClientError as e:
+            if error_code(e) == "ConditionalCheckFailedException":
+                return False
+            raise translate(e, what=what, idempotent=False) from e
+        except botocore.exceptions.BotoCoreError as e:
+            raise translate(e, what=what, idempotent=False) from e
         return True
 
     def raise_gc_horizon(self, topic: str, partition: int, horizon_ms: int) -> None:

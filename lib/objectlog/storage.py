@@ -45,6 +45,10 @@ class ObjectStore(ABC):
         """length bytes from start; ObjectNotFound if absent."""
 
     @abstractmethod
+    def get_tail(self, key: str, length: int) -> bytes:
+        """The last length bytes (all of it if shorter); ObjectNotFound if absent."""
+
+    @abstractmethod
     def delete_many(self, keys: Iterable[str]) -> None:
         """Delete the keys; absent keys are not an error."""
 
@@ -77,6 +81,11 @@ class S3ObjectStore(ObjectStore):
             response = self.client.get_object(
                 Bucket=self.bucket, Key=key, Range=f"bytes={start}-{start + length - 1}"
             )
+            return bytes(response["Body"].read())
+
+    def get_tail(self, key: str, length: int) -> bytes:
+        with translated(f"GetObject {key} (tail)"):
+            response = self.client.get_object(Bucket=self.bucket, Key=key, Range=f"bytes=-{length}")
             return bytes(response["Body"].read())
 
     def delete_many(self, keys: Iterable[str]) -> None:
@@ -139,6 +148,9 @@ class MemoryObjectStore(ObjectStore):
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
         return self.get(key)[start : start + length]
+
+    def get_tail(self, key: str, length: int) -> bytes:
+        return self.get(key)[-length:]
 
     def delete_many(self, keys: Iterable[str]) -> None:
         with self._lock:

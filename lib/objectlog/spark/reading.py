@@ -22,8 +22,9 @@ import pyarrow.parquet as pq
 
 from objectlog.errors import ObjectLogError, ObjectNotFound, OffsetOutOfRange
 from objectlog.index import LEVEL_L0
+from objectlog.l1 import decode_slice
 from objectlog.log import ObjectLog
-from objectlog.segment import SCHEMA, with_absolute_offsets
+from objectlog.segment import SCHEMA
 from objectlog.spark.planning import OffsetRange, ReadTask, Slice, slices_of
 
 # Slices read (GET and decode) ahead of the one going to Spark, each in a thread of its own.
@@ -74,11 +75,15 @@ def _read_ahead(
     """
 
     def read(piece: Slice) -> Any:
+        try:
+            footer = None if piece.level == LEVEL_L0 else log.footers.get(piece.key)
+        except ObjectLogError as e:  # ObjectNotFound: a swap replaced the file, resolve again
+            return e
         (data,) = log._read_many([(piece.key, piece.start, piece.length)])
         if isinstance(data, ObjectLogError):
             return data
         try:
-            table = _records(piece, data, start, task.end_offset, include_headers)
+            table = _records(piece, data, start, task.end_offset, include_headers, footer)
             return to_spark_arrow(table, include_headers)
         except Exception as e:  # raised by read_task, in the task's thread
             return e
@@ -102,27 +107,19 @@ def _read_ahead(
 
 
 def _records(
-    piece: Slice, data: bytes, start: int, end: int, include_headers: bool = True
+    piece: Slice,
+    data: bytes,
+    start: int,
+    end: int,
+    include_headers: bool = True,
+    footer: pq.FileMetaData | None = None,
 ) -> pa.Table:
-    table = _decode(data, SCHEMA if include_headers else WITHOUT_HEADERS)
-    if piece.level == LEVEL_L0:
-        table = with_absolute_offsets(table, piece.base_offset)
+    columns = (SCHEMA if include_headers else WITHOUT_HEADERS).names
+    table = decode_slice(data, piece.start, piece.base_offset, footer, columns)
     if piece.base_offset < start or piece.end_offset > end:
         offsets = table.column("offset")
         table = table.filter(pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, end)))
     return table
-
-
-def _decode(data: bytes, schema: pa.Schema) -> pa.Table:
-    """A slice's columns in the segment schema.
-
-    Not segment.decode_parquet: pq.read_table goes through the datasets API, whose fixed cost
-    (about 0.5 ms a call) is most of decoding a 256 KiB slice; a ParquetFile on the buffer,
-    read in this thread, takes a fifth of that (the tasks already run in parallel).
-    """
-    file = pq.ParquetFile(pa.BufferReader(data), pre_buffer=False)
-    table = file.read(columns=schema.names, use_threads=False)
-    return table if table.schema.equals(schema) else table.cast(schema)
 
 
 def _resolve_again(
