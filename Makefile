@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest lint bench bench-long bench-spark bench-groups clean
+.PHONY: install prereqs run test pytest check-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
@@ -36,6 +36,10 @@ prereqs:
 pytest: install
 	$(BIN)/python -m pytest
 
+# Long checks kept out of `make test`: the model-based compaction test with many more cases.
+check-long: install
+	$(BIN)/python -m pytest -m slow --timeout 3600
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -51,6 +55,9 @@ bench-spark: install prereqs
 
 bench-groups: install
 	$(BIN)/python -m bench.groups
+
+bench-compaction: install
+	$(BIN)/python -m bench.compaction
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

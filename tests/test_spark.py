@@ -21,10 +21,9 @@ import pytest
 
 from objectlog import ObjectLog
 from objectlog.errors import InvalidRequest, OffsetOutOfRange
-from objectlog.index import LEVEL_L1, SegmentRef
 from objectlog.metadata import head_key
 from objectlog.partitioner import partition_for_key
-from objectlog.segment import decode_parquet, encode_parquet, records_table
+from objectlog.segment import decode_parquet
 
 pytest.importorskip("pyspark", reason="make test installs pyspark (the spark extra)")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -42,6 +41,8 @@ from pyspark.sql.types import (
 )
 
 import objectlog.spark
+from objectlog.compaction import CompactionSettings
+from objectlog.maintenance import run_maintenance
 from objectlog.spark.options import ReadOptions, SinkOptions
 from objectlog.spark.planning import plan_batch
 from objectlog.spark.reading import read_task
@@ -591,39 +592,27 @@ def test_streaming_sink_is_exactly_once_over_a_replay(
 
 def test_live_files_lists_the_indexed_l1_files(spark: Any, log: ObjectLog) -> None:
     topic = log.create_topic("compacted", partitions=1)
-    produce(log, "compacted", 3, partition=0)
-    # An L1 file as the compactor (issue 6) will write it: plain Parquet, absolute offsets.
-    count = 4
-    base = log.offsets("compacted", 0).latest
-    table = records_table(
-        topics=["compacted"] * count,
-        partitions=[0] * count,
-        offsets=list(range(base, base + count)),
-        timestamps=[5_000] * count,
-        timestamp_types=[0] * count,
-        keys=[None] * count,
-        values=[b"l1-%d" % i for i in range(count)],
-        headers=[[] for _ in range(count)],
-    )
-    body = encode_parquet(table)
-    key = f"topics/compacted/{topic.topic_id}/partition=0/00000000000000000003.parquet"
-    log.store.put_if_absent(log.config.prefix + key, body)
-    ref = SegmentRef(LEVEL_L1, key, 0, len(body), count, count, 5_000, 5_000)
-    log.metadata.commit(
-        topic.topic_id, "compacted", 0, ref, 1, producer_id=None, sequence=0, now_s=0
+    for _ in range(6):  # six L0 objects; the compactor merges all but the newest two
+        produce(log, "compacted", 5, partition=0)
+    expected = offsets_of(load(spark, log, subscribe="compacted"))
+    run_maintenance(
+        log,
+        ["compacted"],
+        settings=CompactionSettings(target_file_bytes=1 << 20, row_group_bytes=256),
+        collect=False,
     )
     # A replaced file still in its grace period is in the directory, but not in the index.
-    log.store.put_if_absent(log.config.prefix + key.replace("3.parquet", "0.parquet"), body)
+    stale = f"topics/compacted/{topic.topic_id}/partition=0/00000000000000000000-old.parquet"
+    log.store.put_if_absent(log.config.prefix + stale, b"PAR1")
     files = objectlog.spark.live_files("compacted", log=log)
-    assert files == [f"s3://{log.config.bucket}/{key}"]
+    assert len(files) == 1 and "-old" not in files[0]
     assert objectlog.spark.live_files("compacted", **options(log), scheme="s3a")[0].startswith(
         "s3a://"
     )
     read = decode_parquet(log.store.get(files[0].split("/", 3)[3]))
-    assert read.column("offset").to_pylist() == list(range(base, base + count))
-    # The data source reads L0 and L1 refs alike.
-    rows = offsets_of(load(spark, log, subscribe="compacted"))
-    assert rows == [(0, o) for o in range(base + count)]
+    assert read.column("offset").to_pylist() == list(range(20))
+    # The data source reads L1 row groups and L0 slices alike.
+    assert offsets_of(load(spark, log, subscribe="compacted")) == expected
 
 
 def test_example_pipeline_totals_orders_once(spark: Any, log: ObjectLog, tmp_path: Path) -> None:

@@ -14,12 +14,14 @@ from typing import Any, TypeVar
 
 import click
 
+from objectlog.compaction import MIB, CompactionSettings, PartitionReport
 from objectlog.config import Config
 from objectlog.errors import ObjectLogError
 from objectlog.fetch import FetchRequest
 from objectlog.groups import TopicPartition
 from objectlog.http_client import HttpObjectLog
 from objectlog.log import ObjectLog
+from objectlog.maintenance import MaintenanceReport, run_maintenance
 from objectlog.producer import RecordFuture
 from objectlog.records import Record
 
@@ -539,6 +541,197 @@ def groups_delete(ctx: click.Context, group: str) -> None:
     """Delete an empty group and its committed offsets."""
     _log(ctx).groups.delete_group(group)
     click.echo(f"Deleted group {group}.", err=True)
+
+
+# ---- compact -----------------------------------------------------------------------------
+
+
+@main.command()
+@click.option(
+    "--topic", "topics", multiple=True, help="compact this topic (repeatable; default: all)"
+)
+@click.option("--once", is_flag=True, help="run once and exit (default: every --interval seconds)")
+@click.option("--dry-run", is_flag=True, help="only report what a run would do")
+@click.option(
+    "--interval",
+    "interval_s",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="seconds between runs",
+)
+@click.option(
+    "--target-mib",
+    type=click.FloatRange(min=0, min_open=True),
+    help="L1 file size in MiB (default: 64)",
+)
+@click.option(
+    "--gc-min-age-ms",
+    envvar="OBJECTLOG_GC_MIN_AGE_MS",
+    type=click.IntRange(min=0),
+    help="delete unreferenced objects older than this (default: one hour)",
+)
+@click.pass_context
+@clear_errors
+def compact(
+    ctx: click.Context,
+    topics: tuple[str, ...],
+    once: bool,
+    dry_run: bool,
+    interval_s: float,
+    target_mib: float | None,
+    gc_min_age_ms: int | None,
+) -> None:
+    """Compact partitions (retention, L0 -> L1 merges), then collect garbage, as the
+    scheduled compact function does; every --interval seconds until Ctrl-C unless --once."""
+    log = _direct_log(ctx)
+    settings = CompactionSettings()
+    if target_mib is not None:
+        settings = CompactionSettings(target_file_bytes=max(1, int(target_mib * MIB)))
+    try:
+        while True:
+            try:
+                _compact_once(log, list(dict.fromkeys(topics)), dry_run, settings, gc_min_age_ms)
+            except ObjectLogError as e:
+                if once or not e.retriable:
+                    raise
+                click.echo(f"error: {e.message} (next run in {interval_s:g}s)", err=True)
+            if once:
+                return
+            _wait_for_next_run(interval_s)
+    except KeyboardInterrupt:
+        click.echo("stopped.", err=True)
+
+
+def _direct_log(ctx: click.Context) -> ObjectLog:
+    """Compaction needs S3 and DynamoDB themselves: with --api-url, connect to them anyway."""
+    log = _log(ctx)
+    if isinstance(log, ObjectLog):
+        return log
+    log.close()
+    assert ctx.parent is not None
+    params = ctx.parent.params
+    overrides: dict[str, Any] = {
+        "bucket": params["bucket"],
+        "table": params["table"],
+        "prefix": params["prefix"],
+    }
+    if params["endpoint_url"]:
+        overrides.update(
+            s3_endpoint=params["endpoint_url"], dynamodb_endpoint=params["endpoint_url"]
+        )
+    click.echo("compact talks to S3 and DynamoDB directly: ignoring --api-url.", err=True)
+    return ObjectLog(Config.from_env(**overrides))
+
+
+def _wait_for_next_run(interval_s: float) -> None:
+    time.sleep(interval_s)
+
+
+def _compact_once(
+    log: ObjectLog,
+    topics: list[str],
+    dry_run: bool,
+    settings: CompactionSettings,
+    gc_min_age_ms: int | None,
+) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    names = topics or log.list_topics()
+    total = sum(log.topic(name, fresh=True).partitions for name in names)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    verb = "checking" if dry_run else "compacting"
+    with progress:
+        task = progress.add_task(f"{verb} {len(names)} topic(s)", total=total)
+
+        def advance(report: PartitionReport) -> None:
+            progress.advance(task)
+            done = progress.tasks[task].completed >= total
+            progress.update(
+                task,
+                description="collecting garbage"
+                if done
+                else f"{verb} (last: {report.topic}[{report.partition}])",
+            )
+
+        report = run_maintenance(
+            log,
+            names,
+            dry_run=dry_run,
+            settings=settings,
+            gc_min_age_ms=gc_min_age_ms,
+            on_partition=advance,
+        )
+    _print_maintenance(report)
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _print_maintenance(report: MaintenanceReport) -> None:
+    dry = report.dry_run
+    columns = ["TOPIC", "PARTITION", "RESULT", "BYTES", "LOG-START"]
+    table: list[list[str]] = [columns]
+    for p in report.partitions:
+        retention = p.log_start_after > p.log_start_before
+        if p.skipped:
+            result = f"skipped: {p.skipped}"
+        elif dry:
+            result = f"would {'drop or merge' if retention else 'merge'} {p.refs_in} ref(s)"
+        else:
+            done = []
+            if p.refs_in or p.files_written:
+                done.append(f"merged {p.refs_in} ref(s) into {p.files_written} file(s)")
+            if retention:
+                done.append("retention moved the log start")
+            result = "; ".join(done) or "nothing to do"
+        out = "?" if dry else _size(p.bytes_out)
+        table.append(
+            [
+                p.topic,
+                str(p.partition),
+                result,
+                "-" if p.skipped else f"{_size(p.bytes_in)} -> {out}",
+                f"{p.log_start_before} -> {p.log_start_after}",
+            ]
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    for r in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    gc = report.gc
+    if gc is None:
+        click.echo("GC: not run.")
+        return
+    if dry:
+        click.echo(
+            f"GC (dry run): would delete {len(gc.deleted)} object(s), {_size(gc.deleted_bytes)} "
+            f"(scanned {gc.scanned}, referenced {gc.referenced})" + (":" if gc.deleted else ".")
+        )
+        for key in gc.deleted:
+            click.echo(f"  {key}")
+    else:
+        click.echo(
+            f"GC: deleted {len(gc.deleted)} object(s), {_size(gc.deleted_bytes)} "
+            f"(scanned {gc.scanned}, referenced {gc.referenced})."
+        )
+    click.echo(
+        f"{'Would merge' if dry else 'Merged'} {report.segments_merged} segment ref(s) in "
+        f"{len(report.partitions)} partition(s) in {report.seconds:.1f}s.",
+        err=True,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

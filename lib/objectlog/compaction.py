@@ -31,6 +31,7 @@ one stopped (what was merged is L1 now and is skipped).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -48,6 +49,7 @@ from objectlog.topics import Topic
 
 MIB = 1 << 20
 SWAP_ATTEMPTS = 3
+READ_CONCURRENCY = 16  # ranged GETs in flight while reading the refs to rewrite
 TS_MS = pa.timestamp("ms", tz="UTC")
 
 
@@ -69,8 +71,8 @@ class PartitionReport:
     skipped: str | None = None  # why nothing was done: "leased", "idle", "lost race"
     log_start_before: int = 0
     log_start_after: int = 0
-    refs_in: int = 0
-    bytes_in: int = 0
+    refs_in: int = 0  # refs replaced: dropped by retention or rewritten
+    bytes_in: int = 0  # bytes read to rewrite
     bytes_out: int = 0
     records_in: int = 0
     records_out: int = 0
@@ -196,8 +198,9 @@ class Compactor:
                 report.skipped = "fenced"
                 return report
             for _ in range(SWAP_ATTEMPTS):
-                if self._attempt(topic, partition, lease, report, dry_run):
-                    return report
+                attempt = PartitionReport(topic.name, partition)  # counts of this try only
+                if self._attempt(topic, partition, lease, attempt, dry_run):
+                    return attempt
             report.skipped = "lost race"
             return report
         finally:
@@ -219,7 +222,7 @@ class Compactor:
         if head is None or head.topic_id != topic.topic_id:
             report.skipped = "gone"
             return True
-        refs = self._manifest_refs(head)
+        refs = self._manifest_refs(head, as_if_spilled=dry_run)
         proposal = plan(topic, head, refs, self.clock.now_ms(), self.settings)
         report.log_start_before = head.log_start_offset
         report.log_start_after = proposal.log_start
@@ -240,11 +243,16 @@ class Compactor:
             head = self.metadata.get_head(topic.name, partition)
         return head
 
-    def _manifest_refs(self, head: PartitionHead) -> list[PlacedRef]:
+    def _manifest_refs(self, head: PartitionHead, *, as_if_spilled: bool) -> list[PlacedRef]:
+        """The refs a swap may replace: those in manifests (a dry run, which does not spill,
+        counts the tail refs a spill would move too)."""
+        end = head.tail_base
+        if as_if_spilled and len(head.tail) > TAIL_KEEP:
+            end += sum(ref.span for ref in head.tail[: len(head.tail) - TAIL_KEEP])
         return [
             placed
             for placed in self.index.placed_refs(head, head.log_start_offset)
-            if placed.end_offset <= head.tail_base
+            if placed.end_offset <= end
         ]
 
     def _describe(self, proposal: CompactionPlan, report: PartitionReport) -> None:
@@ -261,9 +269,11 @@ class Compactor:
         """Read the refs to rewrite, compact keys if asked, write L1 files; their refs."""
         rewrite = proposal.rewrite
         if not rewrite:
+            report.refs_in += len(proposal.dropped)
             return []
-        table = pa.concat_tables(self._read(p) for p in rewrite)
-        report.refs_in += len(rewrite)
+        with ThreadPoolExecutor(READ_CONCURRENCY, thread_name_prefix="objectlog-compact") as pool:
+            table = pa.concat_tables(pool.map(self._read, rewrite))
+        report.refs_in += len(rewrite) + len(proposal.dropped)
         report.bytes_in += sum(p.ref.length for p in rewrite)
         report.records_in += table.num_rows
         if proposal.compact_keys:

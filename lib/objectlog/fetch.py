@@ -134,8 +134,9 @@ class Reader:
         results: list[FetchResult | None] = [None] * len(requests)
         pending = list(range(len(requests)))
         for attempt in range(RESOLVE_ATTEMPTS):
-            plans = {i: self._plan(requests[i], heads[_key(requests[i])]) for i in pending}
-            tables, missing = self._read_plans(plans)
+            plans, missing = self._plans(requests, heads, pending)
+            tables, unreadable = self._read_plans(plans)
+            missing.update(unreadable)
             for i in pending:
                 if i not in missing:
                     results[i] = self._result(
@@ -149,6 +150,23 @@ class Reader:
             for i in pending:  # replaced by a compaction swap: the head knows the new refs
                 heads[_key(requests[i])] = self.head(*_key(requests[i]))
         return [r for r in results if r is not None]
+
+    def _plans(
+        self,
+        requests: Sequence[FetchRequest],
+        heads: dict[tuple[str, int], PartitionHead],
+        pending: Sequence[int],
+    ) -> tuple[dict[int, list[PlacedRef]], dict[int, ObjectLogError]]:
+        """Each pending request's refs, or the ObjectNotFound of an index object that a swap
+        replaced and GC deleted since its head was read (re-resolved like a missing slice)."""
+        plans: dict[int, list[PlacedRef]] = {}
+        missing: dict[int, ObjectLogError] = {}
+        for i in pending:
+            try:
+                plans[i] = self._plan(requests[i], heads[_key(requests[i])])
+            except ObjectNotFound as e:
+                missing[i] = e
+        return plans, missing
 
     def _wait_for_data(self, request: FetchRequest, max_wait_ms: int) -> PartitionHead:
         head = self.head(request.topic, request.partition)

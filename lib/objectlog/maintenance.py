@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from objectlog.compaction import CompactionSettings, Compactor, PartitionReport
+from objectlog.errors import TopicNotFound
 from objectlog.gc import GarbageCollector, GcReport
 from objectlog.log import ObjectLog
 
@@ -83,7 +84,12 @@ def run_maintenance(
     compactor = compactor_for(log, settings)
     names = list(topics) if topics is not None else log.list_topics()
     for name in names:
-        topic = log.topic(name, fresh=True)
+        try:
+            topic = log.topic(name, fresh=True)
+        except TopicNotFound:
+            if topics is not None:
+                raise
+            continue  # deleted since it was listed: its objects are garbage now
         for partition in range(topic.partitions):
             if deadline_s is not None and time.monotonic() >= deadline_s:
                 report.seconds = time.monotonic() - started
