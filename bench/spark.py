@@ -1,14 +1,16 @@
 """Spark read: objectlog's data source vs Spark's own Parquet reader, same session, same run.
 
-    .venv/bin/python -m bench.spark        # about 2.5 minutes
+    .venv/bin/python -m bench.spark                 # about 3 minutes
+    .venv/bin/python -m bench.spark --no-compact    # read the L0 slices instead (no compactor)
 
-The query is ``sum(length(value))`` (a count() would read only Parquet footers). One side reads
-a topic through ``spark.read.format("objectlog")`` from `objectlog dev` in its own process
-(bench.server); the other reads the same records with ``spark.read.parquet`` from local files.
-The compactor that writes L1 files does not exist yet (issue 6), so those files are an L1-like
-copy this bench writes from the topic's own records: one file per partition, the Kafka source's
-columns, row groups of about 2 MiB. When compaction lands, the native side will read the real
-L1 files, from ``objectlog.spark.live_files``.
+The query is ``sum(length(value))`` (a count() would read only Parquet footers). The topic is
+produced as L0 objects, then compacted (``run_maintenance``: 64 MiB L1 files, 2 MiB row groups,
+zstd). One side reads the compacted records through ``spark.read.format("objectlog")`` from
+`objectlog dev` in its own process (bench.server), with ``endingOffsets`` at the end of the L1
+files (a partition's newest two refs stay L0 in its tail); the other reads a local copy of the
+very L1 files ``objectlog.spark.live_files`` lists with ``spark.read.parquet``. With
+``--no-compact`` the data source reads the L0 slices and the native side an L1-like copy this
+bench writes from the topic's records (one file per partition, uncompressed, 2 MiB row groups).
 
 Two references show where the gap comes from: a minimal Python data source over the same local
 files (Spark's Python data source path with no S3 at all), and, outside Spark, the same ranged
@@ -19,6 +21,7 @@ median round, as in bench.run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -31,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -39,8 +43,11 @@ from bench.report import Report, Row, console
 from bench.run import MIB, alternate, connect, median
 from bench.server import embedded_endpoint
 from objectlog import ObjectLog
+from objectlog.compaction import CompactionSettings
+from objectlog.maintenance import run_maintenance
 from objectlog.spark import reading
 from objectlog.spark.connection import connection_config
+from objectlog.spark.files import live_files
 from objectlog.spark.options import ReadOptions
 from objectlog.spark.planning import ReadTask, plan_batch
 
@@ -113,6 +120,38 @@ def write_copy(
         )
         paths.append(path)
     return paths
+
+
+def compact_topic(log: ObjectLog, partitions: int, row_group_mib: float) -> dict[int, int]:
+    """Merge the topic into L1 files; each partition's end of L1 data (its tail's start)."""
+    settings = CompactionSettings(row_group_bytes=int(row_group_mib * MIB))
+    while any(
+        p.refs_in
+        for p in run_maintenance(log, [TOPIC], settings=settings, collect=False).partitions
+    ):
+        pass
+    heads = log.metadata.get_heads(TOPIC, range(partitions))
+    return {p: head.tail_base for p, head in heads.items()}
+
+
+def copy_live_files(log: ObjectLog, directory: Path) -> list[Path]:
+    """The live L1 files, as live_files lists them, copied to local disk."""
+    paths = []
+    for uri in live_files(log, TOPIC):
+        key = uri.split("/", 3)[3]
+        path = directory / key.split("/", 3)[3]  # partition=<p>/<name>.parquet
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(log.store.get(key))
+        paths.append(path)
+    return paths
+
+
+def value_bytes_of(paths: Sequence[Path]) -> int:
+    total = 0
+    for path in paths:
+        values = pq.read_table(path, columns=["value"]).column("value")
+        total += int(pc.sum(pc.binary_length(values)).as_py() or 0)
+    return total
 
 
 # ---- Spark ------------------------------------------------------------------------------
@@ -283,6 +322,9 @@ def main() -> None:
     parser.add_argument("--row-group-mib", type=float, default=2.0, help="row groups of the copy")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds")
     parser.add_argument("--cores", type=int, default=2, help="Spark's local[N]")
+    parser.add_argument(
+        "--no-compact", dest="compact", action="store_false", help="read L0 slices instead"
+    )
     args = parser.parse_args()
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
@@ -303,8 +345,16 @@ def main() -> None:
                 "table": log.config.table,
                 "subscribe": TOPIC,
             }
+            if args.compact:
+                compacted = time.perf_counter()
+                ends = compact_topic(log, args.partitions, args.row_group_mib)
+                compacted = time.perf_counter() - compacted
+                options["endingOffsets"] = json.dumps({TOPIC: {str(p): e for p, e in ends.items()}})
+                paths = copy_live_files(log, copy_dir)
+                expected = value_bytes_of(paths)
             tasks = plan_batch(log, ReadOptions.parse(options, streaming=False))
-            paths = write_copy(log, tasks, copy_dir, args.row_group_mib)
+            if not args.compact:
+                paths = write_copy(log, tasks, copy_dir, args.row_group_mib)
             files = [str(p) for p in paths]
             slices = sum(len(t.slices) for t in tasks)
             segment_bytes = sum(t.bytes for t in tasks)
@@ -314,18 +364,21 @@ def main() -> None:
                 f"client: Python {sys.version.split()[0]}, pyarrow {pa.__version__}, "
                 f"{os.cpu_count()} CPUs shared by the server, Spark's JVM and its Python workers"
             )
+            read_as = "L1 row groups" if args.compact else "L0 slices"
             console.print(
                 f"  topic {TOPIC!r}: {records:,} records of {KEY_BYTES} B key + {VALUE_BYTES} B "
                 f"value in {args.partitions} partitions, produced in {produced:.0f} s as "
-                f"{args.flush_mib:g} MiB L0 objects: {slices} slices of "
+                f"{args.flush_mib:g} MiB L0 objects"
+                + (f", compacted in {compacted:.0f} s" if args.compact else "")
+                + f"; the data source reads {slices} {read_as} of "
                 f"{segment_bytes / slices / 1024:.0f} KiB, {segment_bytes / MIB:.0f} MiB, "
                 f"{len(tasks)} input partitions"
             )
             console.print(
-                f"  native side: {len(paths)} L1-like files, {copy_bytes / MIB:.0f} MiB, "
-                f"{groups} row groups of {copy_bytes / groups / MIB:.1f} MiB, written by this "
-                "bench from the topic's records (no compactor yet, issue 6; when it lands: the "
-                "real L1 files, from objectlog.spark.live_files)"
+                f"  native side: {len(paths)} local "
+                + ("copies of the live L1 files" if args.compact else "L1-like files")
+                + f", {copy_bytes / MIB:.0f} MiB, {groups} row groups of "
+                f"{copy_bytes / groups / MIB:.1f} MiB"
             )
             with spark_session(args.cores) as spark:
                 version = spark.version
@@ -376,7 +429,9 @@ def main() -> None:
             mib / ours_s,
             "MiB/s",
             mib / native_s,
-            "spark.read.parquet of the same records (local L1-like files)",
+            "spark.read.parquet of the same records (local copies of the L1 files)"
+            if args.compact
+            else "spark.read.parquet of the same records (local L1-like files)",
             f">= {TARGET} x native",
             native_s / ours_s >= TARGET,
         )

@@ -315,6 +315,7 @@ class Compactor:
         self.store.put_if_absent(self.prefix + object_id, body)
         report.files_written += 1
         report.bytes_out += len(body)
+        groups = [group for group in groups if group.rows]
         if not groups:  # every record compacted away: one empty ref keeps the offsets covered
             return [SegmentRef(LEVEL_L1, object_id, 0, len(body), end - start, 0, 0, 0)]
         offsets = table.column("offset")

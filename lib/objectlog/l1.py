@@ -102,7 +102,7 @@ def decode_row_group(
 ) -> pa.Table:
     """The records of the row group whose bytes (data) begin at start in its file."""
     schema = SCHEMA if columns is None else pa.schema([SCHEMA.field(c) for c in columns])
-    if footer.num_row_groups == 0:  # a file whose records were all compacted away
+    if footer.num_rows == 0:  # a file whose records were all compacted away
         return schema.empty_table()
     index = _row_group_at(footer, start)
     file = pq.ParquetFile(pa.PythonFile(_Window(start, data), mode="r"), metadata=footer)

@@ -1,0 +1,255 @@
+variable "name" {
+  description = "Name of this deployment: prefixes every resource (functions, roles, table, log groups, alarms)."
+  type        = string
+  default     = "objectlog"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,30}[a-z0-9]$", var.name))
+    error_message = "name must be 3-32 characters of lower-case letters, digits and hyphens, starting with a letter (it becomes part of S3 bucket and IAM role names)."
+  }
+}
+
+variable "bucket_name" {
+  description = "S3 bucket for segments and manifests. Null: <name>-data-<account id>-<region>."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.bucket_name == null || can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.bucket_name))
+    error_message = "bucket_name must be a valid S3 bucket name (3-63 lower-case letters, digits, dots and hyphens)."
+  }
+}
+
+variable "artifact_bucket_name" {
+  description = "S3 bucket the Lambda layer is uploaded to (it is over Lambda's 50 MB direct-upload limit). Null: <name>-artifacts-<account id>-<region>."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.artifact_bucket_name == null || can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.artifact_bucket_name))
+    error_message = "artifact_bucket_name must be a valid S3 bucket name (3-63 lower-case letters, digits, dots and hyphens)."
+  }
+}
+
+variable "table_name" {
+  description = "DynamoDB table for topics, partition heads, groups, leases and idempotency records. Null: <name>."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.table_name == null || can(regex("^[a-zA-Z0-9_.-]{3,255}$", var.table_name))
+    error_message = "table_name must be 3-255 characters of letters, digits, '_', '.' and '-'."
+  }
+}
+
+variable "key_prefix" {
+  description = "Key prefix inside the bucket (OBJECTLOG_PREFIX), e.g. \"prod/\". Empty for none. The IAM policies are scoped to the objects below it."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.key_prefix == "" || can(regex("^[a-zA-Z0-9!_.*'()-]+(/[a-zA-Z0-9!_.*'()-]+)*/$", var.key_prefix))
+    error_message = "key_prefix must be empty or path segments of safe S3 key characters ending in '/', e.g. \"prod/\"."
+  }
+}
+
+variable "package_dir" {
+  description = "Directory holding the Lambda artifacts built by `python -m objectlog.packaging` (layer.zip, produce.zip, fetch.zip, compact.zip)."
+  type        = string
+
+  validation {
+    condition     = alltrue([for f in ["layer.zip", "produce.zip", "fetch.zip", "compact.zip"] : fileexists("${var.package_dir}/${f}")])
+    error_message = "package_dir must hold layer.zip, produce.zip, fetch.zip and compact.zip: run `make package` (or `python -m objectlog.packaging`) first."
+  }
+}
+
+variable "python_runtime" {
+  description = "Lambda runtime. python3.12 (Amazon Linux 2023) is the default; python3.11 (Amazon Linux 2) also works if the package is built with --python 3.11."
+  type        = string
+  default     = "python3.12"
+
+  validation {
+    condition     = contains(["python3.11", "python3.12"], var.python_runtime)
+    error_message = "python_runtime must be python3.11 or python3.12 (the package's wheels are built for one of them)."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "Customer-managed KMS key for the bucket, the table and the log groups. Null: S3-managed (SSE-S3) and AWS-owned keys."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+$", var.kms_key_arn))
+    error_message = "kms_key_arn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)."
+  }
+}
+
+variable "jwt_authorizer" {
+  description = "Optional JWT authorizer (e.g. Cognito or any OIDC issuer) used instead of IAM (SigV4) authorization on every route."
+  type = object({
+    issuer   = string
+    audience = list(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.jwt_authorizer == null || (startswith(try(var.jwt_authorizer.issuer, ""), "https://") && length(try(var.jwt_authorizer.audience, [])) > 0)
+    error_message = "jwt_authorizer.issuer must be an https:// URL and audience must name at least one audience."
+  }
+}
+
+variable "api_throttle" {
+  description = "Default route throttling of the HTTP API: steady-state requests per second and burst."
+  type = object({
+    rate_limit  = number
+    burst_limit = number
+  })
+  default = {
+    rate_limit  = 1000
+    burst_limit = 500
+  }
+
+  validation {
+    condition     = var.api_throttle.rate_limit > 0 && var.api_throttle.burst_limit > 0
+    error_message = "api_throttle.rate_limit and burst_limit must be positive."
+  }
+}
+
+variable "api_memory_mb" {
+  description = "Memory of the produce and fetch functions, MB (CPU scales with it; pyarrow decoding wants at least 1024)."
+  type        = number
+  default     = 1769
+
+  validation {
+    condition     = var.api_memory_mb >= 512 && var.api_memory_mb <= 10240
+    error_message = "api_memory_mb must be between 512 and 10240."
+  }
+}
+
+variable "api_timeout_s" {
+  description = "Timeout of the produce and fetch functions, seconds. API Gateway gives up after 30 s; fetch long polls at most 20 s."
+  type        = number
+  default     = 29
+
+  validation {
+    condition     = var.api_timeout_s >= 21 && var.api_timeout_s <= 30
+    error_message = "api_timeout_s must be 21-30: above a fetch's 20 s long poll, within API Gateway's 30 s."
+  }
+}
+
+variable "api_reserved_concurrency" {
+  description = "Reserved concurrency of each of produce and fetch; -1 leaves them on the account's unreserved pool."
+  type        = number
+  default     = -1
+
+  validation {
+    condition     = var.api_reserved_concurrency == -1 || var.api_reserved_concurrency >= 1
+    error_message = "api_reserved_concurrency must be -1 (unreserved) or at least 1."
+  }
+}
+
+variable "compact_memory_mb" {
+  description = "Memory of the compact function, MB (it rewrites up to compact_max_mib_per_run of segments per partition)."
+  type        = number
+  default     = 3008
+
+  validation {
+    condition     = var.compact_memory_mb >= 1024 && var.compact_memory_mb <= 10240
+    error_message = "compact_memory_mb must be between 1024 and 10240."
+  }
+}
+
+variable "compact_timeout_s" {
+  description = "Timeout of the compact function, seconds; a run stops starting partitions a minute before it."
+  type        = number
+  default     = 900
+
+  validation {
+    condition     = var.compact_timeout_s >= 120 && var.compact_timeout_s <= 900
+    error_message = "compact_timeout_s must be between 120 and 900."
+  }
+}
+
+variable "compact_schedule" {
+  description = "EventBridge schedule expression of the compact function."
+  type        = string
+  default     = "rate(5 minutes)"
+
+  validation {
+    condition     = can(regex("^(rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\)|cron\\(.+\\))$", var.compact_schedule))
+    error_message = "compact_schedule must be rate(N unit) or cron(...)."
+  }
+}
+
+variable "settings" {
+  description = "objectlog settings passed to the functions as OBJECTLOG_* variables. Null fields keep the library defaults (docs/compaction.md, docs/api.md)."
+  type = object({
+    delete_grace_ms         = optional(number) # OBJECTLOG_DELETE_GRACE_MS, all functions
+    idempotency_expiry_s    = optional(number) # OBJECTLOG_IDEMPOTENCY_EXPIRY_S, produce
+    compact_target_file_mib = optional(number) # OBJECTLOG_COMPACT_TARGET_MIB, compact
+    compact_row_group_mib   = optional(number) # OBJECTLOG_COMPACT_ROW_GROUP_MIB, compact
+    compact_max_mib_per_run = optional(number) # OBJECTLOG_COMPACT_MAX_MIB_PER_RUN, compact
+    gc_min_age_ms           = optional(number) # OBJECTLOG_GC_MIN_AGE_MS, compact
+  })
+  default = {}
+
+  validation {
+    condition     = alltrue([for v in values(var.settings) : v == null ? true : v >= 0])
+    error_message = "settings values must be non-negative numbers."
+  }
+
+  validation {
+    condition = alltrue([
+      for k in ["compact_target_file_mib", "compact_row_group_mib", "compact_max_mib_per_run"] :
+      var.settings[k] == null ? true : var.settings[k] > 0
+    ])
+    error_message = "the compact_*_mib settings must be positive."
+  }
+}
+
+variable "tracing" {
+  description = "X-Ray active tracing of the functions (the Powertools Tracer sends segments)."
+  type        = bool
+  default     = true
+}
+
+variable "log_retention_days" {
+  description = "Retention of the functions' and the API's CloudWatch log groups, days."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of CloudWatch Logs' retention values (1, 3, 5, 7, 14, 30, 60, 90, ... 3653)."
+  }
+}
+
+variable "alarm_actions" {
+  description = "ARNs (e.g. SNS topics) notified when an error or throttle alarm fires or recovers."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for a in var.alarm_actions : startswith(a, "arn:")])
+    error_message = "alarm_actions must be ARNs."
+  }
+}
+
+variable "force_destroy" {
+  description = "Let `terraform destroy` delete the buckets with their objects. Keep false for real data."
+  type        = bool
+  default     = false
+}
+
+variable "deletion_protection" {
+  description = "DynamoDB deletion protection on the table. Keep true for real data."
+  type        = bool
+  default     = true
+}
+
+variable "tags" {
+  description = "Tags added to every resource."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,1 @@
+"""The reliability workload, its faults and its checker (`objectlog verify`)."""
