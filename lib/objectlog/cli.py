@@ -500,8 +500,7 @@ def groups_reset_offsets(
     chosen = [x for x in (to, to_datetime, to_offset, shift_by) if x is not None]
     if len(chosen) != 1:
         raise click.UsageError(
-            "give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, "
-            "--shift-by"
+            "give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, --shift-by"
         )
     log = _log(ctx)
     options: dict[str, Any] = {"dry_run": not execute}
@@ -732,6 +731,79 @@ def _print_maintenance(report: MaintenanceReport) -> None:
         f"{len(report.partitions)} partition(s) in {report.seconds:.1f}s.",
         err=True,
     )
+
+
+# ---- verify -------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--ops", default=2_000, show_default=True, type=click.IntRange(min=1))
+@click.option("--seconds", default=600.0, show_default=True, type=float, help="at most")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option(
+    "--faults",
+    default="all",
+    show_default=True,
+    help="all, none, or a comma-separated list of kinds (see objectlog.verify.workload)",
+)
+@click.option("--share", default=0.05, show_default=True, type=float, help="of calls, per kind")
+@click.option("--bad-input/--no-bad-input", default=True, help="also send the hostile corpus")
+@clear_errors
+def verify(ops: int, seconds: float, seed: int, faults: str, share: float, bad_input: bool) -> None:
+    """Run the Jepsen-style workload on an embedded stack and check its history; exit 1 on
+    any anomaly."""
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from objectlog.verify.report import render
+    from objectlog.verify.workload import WorkloadConfig, run_workload, with_faults
+
+    try:
+        config = with_faults(WorkloadConfig(ops=ops, seconds=seconds, seed=seed), faults)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--faults") from None
+    config = replace(config, share=share)
+    console = Console()
+    with console.status(f"running {ops:,} produce operations with faults: {faults}"):
+        result = run_workload(config)
+    render(result, console)
+    failed = not result.verdict.ok
+    if bad_input:
+        failed |= not _check_bad_input(console)
+    sys.exit(1 if failed else 0)
+
+
+def _check_bad_input(console: Any) -> bool:
+    from objectlog.embedded import EmbeddedAWS
+    from objectlog.gateway import local_api
+    from objectlog.verify.bad_input import CORPUS, TOPIC, run_corpus
+
+    with EmbeddedAWS(port=0) as aws:
+        config = Config.from_env(
+            bucket="verify-bad-input",
+            table="verify-bad-input",
+            s3_endpoint=aws.endpoint_url,
+            dynamodb_endpoint=aws.endpoint_url,
+        )
+        with ObjectLog(config) as log:
+            log.ensure_resources()
+            log.create_topic(TOPIC, config={"max.message.bytes": "1000"})
+            gateway = local_api(lambda: log)
+            url = gateway.start(port=0)
+            try:
+                outcomes = run_corpus(url)
+            finally:
+                gateway.stop()
+            stored = sum(1 for _ in log.store.list(config.prefix + "l0/"))
+    bad = [o for o in outcomes if not o.ok]
+    console.print(
+        f"bad input: {len(CORPUS)} hostile requests, {len(CORPUS) - len(bad)} got a 4xx with "
+        f"a message, {stored} objects stored"
+    )
+    for outcome in bad:
+        console.print(f"  [red]{outcome.case.name}[/]: {outcome.status} {outcome.message}")
+    return not bad and stored == 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -515,6 +515,8 @@ class DynamoMetadata:
             if error_code(e) == "ConditionalCheckFailedException":
                 return False
             raise translate(e, what="UpdateItem head (spill)", idempotent=False) from e
+        except botocore.exceptions.BotoCoreError as e:
+            raise translate(e, what="UpdateItem head (spill)", idempotent=False) from e
         return True
 
     def stamp_compactor_epoch(self, topic: str, partition: int, epoch: int) -> bool:
@@ -607,6 +609,8 @@ class DynamoMetadata:
         except botocore.exceptions.ClientError as e:
             if error_code(e) != "ConditionalCheckFailedException":
                 raise translate(e, what="UpdateItem head (gc horizon)", idempotent=True) from e
+        except botocore.exceptions.BotoCoreError as e:
+            raise translate(e, what="UpdateItem head (gc horizon)", idempotent=True) from e
 
     # ---- helpers -----------------------------------------------------------------------
 

@@ -436,12 +436,18 @@ class Consumer:
             finals: dict[TopicPartition, OffsetAndMetadata | None] = {
                 tp: self._final_offset(tp) for tp in revoked
             }
-            membership = self.log.groups.heartbeat(
-                self.group,
-                membership.member_id,
-                owned=sorted(self._owned - revoked),
-                release=finals,
-            )
+            try:
+                membership = self.log.groups.heartbeat(
+                    self.group,
+                    membership.member_id,
+                    owned=sorted(self._owned - revoked),
+                    release=finals,
+                )
+            except UnknownMemberId:  # removed meanwhile (its session lapsed): rejoin next poll
+                self._membership = None
+                self._drop(revoked)
+                self._lose(set(self._owned))
+                return
             self._drop(revoked)
         self._lose(self._owned - set(membership.owned))
         added = set(membership.owned) - self._owned

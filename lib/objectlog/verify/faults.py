@@ -42,6 +42,13 @@ DYNAMODB_THROTTLING = (
     b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException",'
     b'"message":"Rate of requests exceeds the allowed throughput."}'
 )
+S3_INTERNAL_ERROR = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>'
+    b"<Message>We encountered an internal error. Please try again.</Message></Error>"
+)
+DYNAMODB_INTERNAL_ERROR = (
+    b'{"__type":"com.amazon.coral.service#InternalServerError","message":"Internal server error"}'
+)
 _PARAMS = "objectlog_fault_params"
 
 
@@ -173,16 +180,46 @@ class FaultInjector:
         when: Predicate | None = None,
     ) -> Fault:
         """503 SlowDown from S3, 400 ThrottlingException from DynamoDB (botocore retries)."""
+        responses = {
+            "s3": (503, S3_SLOWDOWN, "application/xml"),
+            "dynamodb": (400, DYNAMODB_THROTTLING, "application/x-amz-json-1.0"),
+        }
+        return self._error_response("throttle", responses, client, operation, share, times, when)
+
+    def server_error(
+        self,
+        client: Any,
+        operation: str,
+        *,
+        share: float = 1.0,
+        times: int | None = None,
+        when: Predicate | None = None,
+    ) -> Fault:
+        """500 InternalError from S3, 500 InternalServerError from DynamoDB: the call was not
+        applied (botocore retries it)."""
+        responses = {
+            "s3": (500, S3_INTERNAL_ERROR, "application/xml"),
+            "dynamodb": (500, DYNAMODB_INTERNAL_ERROR, "application/x-amz-json-1.0"),
+        }
+        return self._error_response("5xx", responses, client, operation, share, times, when)
+
+    def _error_response(
+        self,
+        name: str,
+        responses: Mapping[str, tuple[int, bytes, str]],
+        client: Any,
+        operation: str,
+        share: float,
+        times: int | None,
+        when: Predicate | None,
+    ) -> Fault:
         service = _service(client)
         aio = _is_aio(client)
         _check_when(aio, when)
-        if service == "s3":
-            status, body, content_type = 503, S3_SLOWDOWN, "application/xml"
-        elif service == "dynamodb":
-            status, body, content_type = 400, DYNAMODB_THROTTLING, "application/x-amz-json-1.0"
-        else:
-            raise ValueError(f"no throttling response for {service}")
-        fault = self._add(Fault(f"throttle:{operation}", share, times, when), client, operation)
+        if service not in responses:
+            raise ValueError(f"no {name} response for {service}")
+        status, body, content_type = responses[service]
+        fault = self._add(Fault(f"{name}:{operation}", share, times, when), client, operation)
 
         def handler(**_: Any) -> AWSResponse | None:
             if self._fire(fault, self._thread_params()):
@@ -207,6 +244,28 @@ class FaultInjector:
         def handler(context: dict[str, Any], **_: Any) -> None:
             if self._fire(fault, context.get(_PARAMS, {})):
                 raise botocore.exceptions.ReadTimeoutError(endpoint_url="http://injected.fault")
+
+        self._register(client, f"after-call.{_service(client)}.{operation}", handler)
+        return fault
+
+    def slow_answer(
+        self,
+        client: Any,
+        operation: str,
+        seconds: float,
+        *,
+        share: float = 1.0,
+        times: int | None = None,
+        when: Predicate | None = None,
+    ) -> Fault:
+        """The call was applied, but its answer came after the client's timeout: the caller
+        waits ``seconds`` and then gets a read timeout."""
+        fault = self._add(Fault(f"slow:{operation}", share, times, when), client, operation)
+
+        def handler(context: dict[str, Any], **_: Any) -> None:
+            if self._fire(fault, context.get(_PARAMS, {})):
+                time.sleep(seconds)
+                raise botocore.exceptions.ReadTimeoutError(endpoint_url="http://injected.slow")
 
         self._register(client, f"after-call.{_service(client)}.{operation}", handler)
         return fault

@@ -1,0 +1,65 @@
+"""What a workload did, operation by operation, as the checker reads it (thread-safe)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+OK = "ok"
+FAILED = "failed"  # the client was told nothing was stored
+UNKNOWN = "unknown"  # the client was told the outcome is unknown (a timeout)
+
+
+@dataclass(frozen=True)
+class Produce:
+    """One record sent by one client: its unique value, and what the client was told."""
+
+    client: str
+    partition: int
+    value: bytes
+    outcome: str
+    offset: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Poll:
+    """Records one group member got from one poll, while it owned their partitions."""
+
+    member: str
+    ownership: int  # bumped whenever the member's assignment changed
+    records: tuple[tuple[int, int, bytes | None], ...]  # (partition, offset, value)
+
+
+@dataclass(frozen=True)
+class CommittedSample:
+    """A group's committed offset seen at some moment (by a monitor, or after a commit)."""
+
+    partition: int
+    offset: int
+
+
+@dataclass
+class History:
+    produces: list[Produce] = field(default_factory=list)
+    polls: list[Poll] = field(default_factory=list)
+    committed: list[CommittedSample] = field(default_factory=list)
+    events: Counter[str] = field(default_factory=Counter)  # member crashes, compactor kills, ...
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_produce(self, op: Produce) -> None:
+        with self._lock:
+            self.produces.append(op)
+
+    def add_poll(self, op: Poll) -> None:
+        with self._lock:
+            self.polls.append(op)
+
+    def add_committed(self, sample: CommittedSample) -> None:
+        with self._lock:
+            self.committed.append(sample)
+
+    def count(self, event: str, n: int = 1) -> None:
+        with self._lock:
+            self.events[event] += n

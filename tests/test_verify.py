@@ -1,0 +1,106 @@
+"""The reliability workload (objectlog verify), its checker, and the hostile-input corpus."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from objectlog import ObjectLog
+from objectlog.cli import main
+from objectlog.verify.bad_input import CORPUS, TOPIC, run_corpus
+from objectlog.verify.checker import ANOMALIES, FinalState, check
+from objectlog.verify.history import FAILED, OK, UNKNOWN, CommittedSample, History, Poll, Produce
+from objectlog.verify.report import render
+from objectlog.verify.workload import FAULT_KINDS, WorkloadConfig, run_workload
+
+
+def test_a_short_workload_with_every_fault_has_no_anomaly(aws_endpoint: str) -> None:
+    result = run_workload(WorkloadConfig(ops=2_000, seconds=300), endpoint=aws_endpoint)
+    Console(width=160).print()  # the table goes to the test's output (pytest -s shows it)
+    render(result, Console(width=160))
+    assert len(result.history.produces) >= 2_000
+    assert {kind for kind in FAULT_KINDS if result.faults[kind] > 0} == set(FAULT_KINDS)
+    assert sum(len(p.records) for p in result.history.polls) > 0
+    assert result.verdict.counts == dict.fromkeys(ANOMALIES, 0), result.verdict.examples
+
+
+def final(rows: dict[int, list[tuple[int, bytes | None]]], committed: int = 0) -> FinalState:
+    return FinalState(
+        partitions=rows,
+        log_start={p: 0 for p in rows},
+        high_watermark={p: len(r) for p, r in rows.items()},
+        final_committed={p: committed for p in rows},
+    )
+
+
+def test_the_checker_finds_every_anomaly() -> None:
+    """Each anomaly planted once in a history that is otherwise clean."""
+    history = History()
+    log = [(0, b"a"), (1, b"b"), (2, b"b"), (4, b"d")]  # b twice; offset 3 missing
+    history.add_produce(Produce("p", 0, b"a", OK, 0))
+    history.add_produce(Produce("p", 0, b"b", UNKNOWN))
+    history.add_produce(Produce("p", 0, b"c", OK, 3))  # acknowledged, not in the log: lost
+    history.add_produce(Produce("p", 0, b"d", FAILED, None, "StorageUnavailable"))  # readable
+    history.add_poll(Poll("m", 0, ((0, 0, b"a"), (0, 1, b"x"))))  # offset 1 was b: inconsistent
+    history.add_poll(Poll("m", 0, ((0, 0, b"a"),)))  # went back while owning: non-monotonic
+    history.add_committed(CommittedSample(0, 2))
+    history.add_committed(CommittedSample(0, 1))  # backwards
+    state = final({0: log}, committed=3)  # offset 2 below it was never processed: skipped
+    state.unreferenced_old_objects = ["l0/xx/OLD.l0"]
+    verdict = check(history, state)
+    assert verdict.counts == {
+        "lost": 1,
+        "duplicate": 1,
+        "inconsistent offset": 1,
+        "unexplained gap": 1,
+        "aborted read": 1,
+        "non-monotonic": 1,
+        "committed backwards": 1,
+        "skipped": 1,
+        "unreferenced object": 1,
+    }, verdict.examples
+    assert not verdict.ok
+
+
+def test_the_checker_accepts_a_clean_history() -> None:
+    history = History()
+    history.add_produce(Produce("p", 0, b"a", OK, 0))
+    history.add_produce(Produce("p", 0, b"b", UNKNOWN))  # unknown: may be readable
+    history.add_produce(Produce("p", 0, b"c", UNKNOWN))  # unknown: may be missing
+    history.add_poll(Poll("m", 0, ((0, 0, b"a"), (0, 1, b"b"))))
+    history.add_poll(Poll("m", 1, ((0, 0, b"a"),)))  # a new ownership may re-read
+    history.add_committed(CommittedSample(0, 2))
+    assert check(history, final({0: [(0, b"a"), (1, b"b")]}, committed=2)).ok
+
+
+def test_hostile_requests_get_4xx_and_store_nothing(api: str, log: ObjectLog) -> None:
+    log.create_topic(TOPIC, partitions=2, config={"max.message.bytes": "1000"})
+    outcomes = run_corpus(api)
+    assert len(outcomes) == len(CORPUS) >= 40
+    failures = [(o.case.name, o.status, o.message) for o in outcomes if not o.ok]
+    assert failures == []
+    assert Counter(o.status // 100 for o in outcomes) == {4: len(CORPUS)}
+    assert list(log.store.list(log.config.prefix + "l0/")) == []
+    assert [log.offsets(TOPIC, p).latest for p in range(2)] == [0, 0]
+    assert log.list_topics() == [TOPIC] and log.groups.list_groups() == []
+
+
+def test_the_verify_command_prints_its_table_and_exits_by_verdict() -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["verify", "--ops", "60", "--faults", "none", "--no-bad-input"])
+    assert result.exit_code == 0, result.output
+    assert "verdict" in result.output and "PASS" in result.output
+    assert "anomalies" in result.output and "faults injected" in result.output
+    bad = runner.invoke(main, ["verify", "--faults", "gremlins"])
+    assert bad.exit_code == 2 and "unknown fault kinds" in bad.output
+
+
+@pytest.mark.slow
+def test_the_long_workload_has_no_anomaly(aws_endpoint: str) -> None:
+    """make check-long: objectlog verify --ops 20000, every fault on."""
+    result = run_workload(WorkloadConfig(ops=20_000, seconds=3_000), endpoint=aws_endpoint)
+    render(result, Console(width=160))
+    assert result.verdict.ok, result.verdict.examples
