@@ -206,3 +206,43 @@ def test_a_consumer_killed_at_random_points_never_skips_a_record(
     skipped = 240 - len(processed)
     assert skipped == 0
     assert committed_seen == done
+
+
+def test_a_member_removed_while_giving_up_partitions_rejoins_instead_of_failing(
+    clocked_log: ObjectLog, clock: ManualClock
+) -> None:
+    """Found by objectlog verify: the heartbeat that releases revoked partitions raised
+    UnknownMemberId out of poll() when the member had been removed meanwhile."""
+    produce(clocked_log, per_partition=3)
+    options = {"group": "g", "topics": [TOPIC], "auto_offset_reset": "earliest"}
+    first = clocked_log.consumer(heartbeat_interval_ms=50, session_timeout_ms=SESSION_MS, **options)
+    first.poll(timeout=0)
+    assert len(first.assignment()) == 6
+    second = clocked_log.consumer(
+        heartbeat_interval_ms=50, session_timeout_ms=SESSION_MS, **options
+    )
+    second.poll(timeout=0)  # the group rebalances: three partitions move from first
+    coordinator = clocked_log.groups
+    real_heartbeat = coordinator.heartbeat
+
+    def removed_meanwhile(group: str, member_id: str, **kwargs):  # type: ignore[no-untyped-def]
+        if kwargs.get("release") and member_id == first.member_id:
+            clock.advance(SESSION_MS + 1)  # the first's session lapses before the release,
+            real_heartbeat(group, second.member_id)  # and the second's heartbeat removes it
+        return real_heartbeat(group, member_id, **kwargs)
+
+    coordinator.heartbeat = removed_meanwhile  # type: ignore[method-assign]
+    time.sleep(0.06)
+    first.poll(timeout=0)  # must not raise: it drops its partitions and rejoins
+    coordinator.heartbeat = real_heartbeat  # type: ignore[method-assign]
+    for _ in range(60):  # the first rejoins, the group settles
+        first.poll(timeout=0.02)
+        second.poll(timeout=0.02)
+        if len(first.assignment()) + len(second.assignment()) == 6:
+            break
+    assert len(first.assignment()) + len(second.assignment()) == 6
+    produce(clocked_log, per_partition=2, start=3)
+    late = drain(first, 12, timeout_s=3) + drain(second, 12, timeout_s=3)
+    assert {(r.partition, r.offset) for r in late} >= {(p, o) for p in range(6) for o in (3, 4)}
+    first.close()
+    second.close()

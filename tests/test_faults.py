@@ -412,3 +412,24 @@ def test_without_idempotence_a_lost_commit_answer_is_reported_not_retried_into_a
         assert lost.injected == 1
         assert sent(producer, "t", b"next") == 2
     assert read_partition(log, "t") == [b"first", b"maybe", b"next"]
+
+
+def test_a_spill_whose_answer_was_lost_does_not_fail_the_acknowledged_records(
+    log: ObjectLog,
+) -> None:
+    """Found by objectlog verify: the spill after a commit let a raw ReadTimeoutError escape,
+    which failed the futures of records that were committed."""
+    from tests.faults import spills
+
+    log.create_topic("t")
+    faults = FaultInjector()
+    faults.lose_answer(log.metadata.client, "UpdateItem", when=spills)
+    with log.producer(linger_ms=0) as producer:
+        futures = []
+        for i in range(40):
+            futures.append(producer.send("t", b"%d" % i, partition=0))
+            producer.flush()
+    assert faults.injected("lost-answer") > 0
+    assert [f.result().offset for f in futures] == list(range(40))
+    assert read_partition(log, "t") == [b"%d" % i for i in range(40)]
+    faults.remove()

@@ -199,7 +199,10 @@ class MembershipOut(BaseModel):
     strategy: str
     members: list[str]
     assigned: list[PartitionRef]
-    owned: list[PartitionRef] = Field(description="the assigned partitions this member holds")
+    owned: list[PartitionRef] = Field(
+        description="partitions whose offset items this member holds: consume those also "
+        "assigned, release the others"
+    )
 
 
 class CommitRequest(Strict):

@@ -429,7 +429,7 @@ class Consumer:
     def _apply(self, membership: Membership) -> None:
         """Settle a new view: revoke what moved away, drop what was lost, take what came."""
         assert self.group is not None
-        revoked = self._owned - set(membership.assigned)
+        revoked = (self._owned | set(membership.owned)) - set(membership.assigned)
         if revoked:
             if self.on_revoke is not None:
                 self.on_revoke(set(revoked))

@@ -54,9 +54,10 @@ class OffsetAndMetadata(NamedTuple):
 class Membership:
     """A member's view after join or heartbeat.
 
-    ``assigned`` is the member's target assignment in this generation; ``owned`` the part of it
-    whose offset items it holds (a partition still held by a live previous owner is assigned
-    but not yet owned: consume only what is owned).
+    ``assigned`` is the member's target assignment in this generation; ``owned`` the
+    partitions whose offset items it holds: the assigned ones it claimed (a partition still
+    held by a live previous owner is assigned but not yet owned: consume only what is owned
+    and assigned), plus any it holds but is no longer assigned, which it must release.
     """
 
     group: str
@@ -416,12 +417,15 @@ class GroupCoordinator:
     def _settle(
         self, state: GroupState, member_id: str, owned: Collection[TopicPartition]
     ) -> Membership:
-        """Claim the member's assigned partitions that no live member holds."""
+        """Claim the member's assigned partitions that no live member holds, and find the
+        ones it holds but is no longer assigned (it must release them): one BatchGetItem of
+        the group's offset items. The member's own list (owned) is not trusted for that: an
+        answer lost after a claim leaves a member holding items it does not know of."""
         assigned = state.assignment.get(member_id, ())
-        holding = set(owned) & set(assigned)
-        if holding != set(assigned):
-            _, items = self.store.read(state.name, [], assigned)
-            holding = {tp for tp in assigned if self._holds(state, member_id, tp, items[tp])}
+        everything = sorted({tp for tps in state.assignment.values() for tp in tps})
+        _, items = self.store.read(state.name, [], everything)
+        holding = {tp for tp in assigned if self._holds(state, member_id, tp, items[tp])}
+        stray = {tp for tp, item in items.items() if item.owner == member_id} - set(assigned)
         return Membership(
             group=state.name,
             member_id=member_id,
@@ -429,7 +433,7 @@ class GroupCoordinator:
             strategy=state.strategy or DEFAULT_STRATEGIES[0],
             members=tuple(sorted(state.members)),
             assigned=tuple(sorted(assigned)),
-            owned=tuple(sorted(holding)),
+            owned=tuple(sorted(holding | stray)),
         )
 
     def _holds(
