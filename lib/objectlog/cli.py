@@ -764,6 +764,9 @@ def verify(ops: int, seconds: float, seed: int, faults: str, share: float, bad_i
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--faults") from None
     config = replace(config, share=share)
+    from objectlog.api.telemetry import logger as handler_logger
+
+    handler_logger.setLevel("CRITICAL")  # the handlers' error logs are the faults at work
     console = Console()
     with console.status(f"running {ops:,} produce operations with faults: {faults}"):
         result = run_workload(config)
