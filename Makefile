@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest check-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
@@ -39,6 +39,10 @@ pytest: install
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install
 	$(BIN)/python -m pytest -m slow --timeout 3600
+
+# The reliability workload's long version (docs/reliability.md).
+verify-long: install
+	$(BIN)/objectlog verify --ops 20000 --seconds 3000
 
 lint: install
 	$(BIN)/ruff check .
