@@ -78,6 +78,7 @@ class PartitionReport:
     records_out: int = 0
     files_written: int = 0
     retired: list[str] = field(default_factory=list)
+    refused_swaps: int = 0  # swaps whose condition failed: the index moved, or we were fenced
 
     @property
     def write_amplification(self) -> float:
@@ -197,11 +198,13 @@ class Compactor:
             ):
                 report.skipped = "fenced"
                 return report
-            for _ in range(SWAP_ATTEMPTS):
+            for refused in range(SWAP_ATTEMPTS):
                 attempt = PartitionReport(topic.name, partition)  # counts of this try only
                 if self._attempt(topic, partition, lease, attempt, dry_run):
+                    attempt.refused_swaps = refused
                     return attempt
             report.skipped = "lost race"
+            report.refused_swaps = SWAP_ATTEMPTS
             return report
         finally:
             if lease is not None:

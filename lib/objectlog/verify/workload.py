@@ -334,8 +334,14 @@ class Workload:
                 report = run_maintenance(
                     log, [TOPIC], settings=settings, gc_min_age_ms=self.config.gc_min_age_ms
                 )
-                fenced = sum(p.skipped in ("lost race", "fenced") for p in report.partitions)
-                self.history.count("fenced compactions", fenced)
+                self.history.count(
+                    "compaction swaps refused (fenced or raced)",
+                    sum(p.refused_swaps for p in report.partitions),
+                )
+                self.history.count(
+                    "compactions fenced at the start",
+                    sum(p.skipped == "fenced" for p in report.partitions),
+                )
             except ObjectLogError as e:
                 if isinstance(e.__cause__, InjectedCrash):
                     self.history.count("compactor killed")
