@@ -180,8 +180,10 @@ class LocalParquetReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         file = pq.ParquetFile(partition.value)
+        columns = reading.WITHOUT_HEADERS.names
         for group in range(file.num_row_groups):
-            yield from file.read_row_group(group).to_batches()
+            table = file.read_row_group(group, columns=columns)
+            yield from reading.to_spark_arrow(table, include_headers=False).to_batches()
 
 
 @contextmanager
