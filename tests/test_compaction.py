@@ -427,3 +427,24 @@ def test_a_range_whose_records_are_all_compacted_away_stays_covered(
     rows = read_all(clocked_log, "c")
     assert [r[0] for r in rows] == sorted(r[0] for r in rows)
     assert rows[-1][1] == b"b" and clocked_log.offsets("c", 0).latest == 5
+
+
+def test_a_compacted_partition_larger_than_a_run_is_cleaned_in_windows(
+    clocked_log: ObjectLog, clock: ManualClock
+) -> None:
+    """Each run is bounded by max_bytes_per_run and the next one resumes after it."""
+    clocked_log.create_topic("c", config={"cleanup.policy": "compact"})
+    produce(clocked_log, "c", 40, 5, clock=clock, key=lambda i: b"k%d" % (i % 7))
+    everything = read_all(clocked_log, "c")
+    head = clocked_log.metadata.get_head("c", 0)
+    assert head is not None
+    total = sum(p.ref.length for p in clocked_log.index.all_placed_refs(head))
+    small = replace(SMALL, max_bytes_per_run=total // 5)
+    runs = 0
+    while compact(clocked_log, "c", small).refs_in and runs < 20:
+        runs += 1
+        rows = read_all(clocked_log, "c")
+        assert latest_by_key(rows) == latest_by_key(everything)  # after every run
+        assert set(rows) <= set(everything)
+    assert 3 <= runs < 20  # several bounded runs, and they finish
+    assert set(levels(clocked_log, "c")[:-2]) == {LEVEL_L1}  # all merged but the tail

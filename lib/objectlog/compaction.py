@@ -124,10 +124,26 @@ def plan(
     if config.compacted:
         lag = int(config.get("min.compaction.lag.ms"))
         cleanable = _prefix(kept, lambda p: p.ref.max_timestamp <= now_ms - lag)
-        dirty = any(p.ref.level == LEVEL_L0 for p in cleanable)
-        rewrite = _within_budget(cleanable, settings.max_bytes_per_run) if dirty else []
-        return CompactionPlan(log_start, tuple(dropped), tuple(rewrite), True)
+        return CompactionPlan(
+            log_start, tuple(dropped), tuple(_key_compaction_range(cleanable, settings)), True
+        )
     return CompactionPlan(log_start, tuple(dropped), tuple(_first_l0_run(kept, settings)), False)
+
+
+def _key_compaction_range(
+    cleanable: Sequence[PlacedRef], settings: CompactionSettings
+) -> list[PlacedRef]:
+    """What a compacted topic's run rewrites: nothing without new (L0) data; the whole
+    cleanable range when it fits the budget (older values of every key are dropped); else a
+    budget's worth from the first L0 ref on (the latest value of each key is still kept, and
+    the next run continues after it; older duplicates in earlier files stay until the
+    partition fits a run)."""
+    first_l0 = next((i for i, p in enumerate(cleanable) if p.ref.level == LEVEL_L0), None)
+    if first_l0 is None:
+        return []
+    if sum(p.ref.length for p in cleanable) <= settings.max_bytes_per_run:
+        return list(cleanable)
+    return _within_budget(cleanable[first_l0:], settings.max_bytes_per_run)
 
 
 def _prefix(refs: Sequence[PlacedRef], keep: Callable[[PlacedRef], bool]) -> list[PlacedRef]:
