@@ -65,3 +65,35 @@ bench-compaction: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# ---- infrastructure: infra/terraform, see docs/deploy.md ------------------------------------
+.PHONY: package deploy-local destroy-local check-infra
+LOCAL_ENDPOINT ?= http://127.0.0.1:4566
+CHECKOV_VENV := .venv-checkov
+CHECKOV_VERSION := 3.3.30
+
+# The Lambda layer (objectlog + wheels for linux arm64, python3.12) and one zip per function,
+# reproducibly, into build/lambda; prints every size.
+package: install
+	$(BIN)/python -m objectlog.packaging
+
+# terraform init (provider mirror) + apply onto the endpoint `make run` serves (start it in
+# another terminal first); prints the outputs. State: build/terraform/objectlog-local/.
+deploy-local: package
+	$(BIN)/python -m objectlog.deploy apply --endpoint $(LOCAL_ENDPOINT)
+
+destroy-local: install
+	$(BIN)/python -m objectlog.deploy destroy --endpoint $(LOCAL_ENDPOINT)
+
+# checkov pins a boto3 that conflicts with aioboto3's pin: it gets a virtualenv of its own.
+$(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	echo '*' > $(CHECKOV_VENV)/.gitignore  # the venv ignores itself, as Python 3.13's do
+	touch $@
+
+check-infra: install $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+	@command -v terraform >/dev/null || { echo "error: terraform is not on PATH (docs/deploy.md)" >&2; exit 1; }
+	TF_CLI_CONFIG_FILE=/dev/null terraform fmt -check -recursive -diff infra/terraform
+	$(BIN)/python -m objectlog.deploy validate
+	$(CHECKOV_VENV)/bin/checkov --directory infra/terraform --compact --quiet --skip-download

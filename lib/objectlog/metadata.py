@@ -553,9 +553,7 @@ class DynamoMetadata:
             "UpdateItem head (compaction swap)",
             topic,
             partition,
-            update=(
-                "SET ml = :ml, lso = :lso, ie = ie + :one ADD segs :dsegs, nbytes :dbytes"
-            ),
+            update=("SET ml = :ml, lso = :lso, ie = ie + :one ADD segs :dsegs, nbytes :dbytes"),
             condition="tid = :tid AND ie = :ie AND ce = :ce AND gch < :ots",
             values={
                 ":ml": {"S": manifest_list},

@@ -236,6 +236,12 @@ variable "alarm_actions" {
   }
 }
 
+variable "deny_insecure_transport" {
+  description = "Bucket policies denying every request not made over TLS (aws:SecureTransport). Only local emulators turn this off: moto applies a conditioned Deny to every request (it never evaluates aws:SecureTransport) and serves plain HTTP."
+  type        = bool
+  default     = true
+}
+
 variable "force_destroy" {
   description = "Let `terraform destroy` delete the buckets with their objects. Keep false for real data."
   type        = bool

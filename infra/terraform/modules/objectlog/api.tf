@@ -1,0 +1,103 @@
+# ---- API Gateway HTTP API: the routes of objectlog.api.routes, IAM (SigV4) or JWT auth ------
+
+locals {
+  api_functions = toset(distinct(concat(values(local.routes), ["fetch"])))
+  # AWS_IAM by default: callers sign with SigV4 (the Python client and CLI do, see docs/api.md).
+  authorization_type = var.jwt_authorizer == null ? "AWS_IAM" : "JWT"
+}
+
+resource "aws_apigatewayv2_api" "http" {
+  name          = var.name
+  description   = "objectlog HTTP API"
+  protocol_type = "HTTP"
+  tags          = local.tags
+}
+
+resource "aws_apigatewayv2_authorizer" "jwt" {
+  count            = var.jwt_authorizer == null ? 0 : 1
+  api_id           = aws_apigatewayv2_api.http.id
+  name             = "${var.name}-jwt"
+  authorizer_type  = "JWT"
+  identity_sources = ["$request.header.Authorization"]
+
+  jwt_configuration {
+    issuer   = var.jwt_authorizer.issuer
+    audience = var.jwt_authorizer.audience
+  }
+}
+
+resource "aws_apigatewayv2_integration" "function" {
+  for_each               = local.api_functions
+  api_id                 = aws_apigatewayv2_api.http.id
+  description            = "objectlog ${each.key} function"
+  integration_type       = "AWS_PROXY"
+  integration_method     = "POST"
+  integration_uri        = aws_lambda_function.function[each.key].invoke_arn
+  payload_format_version = "2.0"
+  timeout_milliseconds   = 30000
+}
+
+resource "aws_apigatewayv2_route" "route" {
+  for_each           = local.routes
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = each.key
+  target             = "integrations/${aws_apigatewayv2_integration.function[each.value].id}"
+  authorization_type = local.authorization_type
+  authorizer_id      = var.jwt_authorizer == null ? null : aws_apigatewayv2_authorizer.jwt[0].id
+}
+
+# Anything no route matches goes to fetch, which answers 404 or 405 with an Allow header.
+resource "aws_apigatewayv2_route" "default" {
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = "$default"
+  target             = "integrations/${aws_apigatewayv2_integration.function["fetch"].id}"
+  authorization_type = local.authorization_type
+  authorizer_id      = var.jwt_authorizer == null ? null : aws_apigatewayv2_authorizer.jwt[0].id
+}
+
+resource "aws_cloudwatch_log_group" "api" {
+  #checkov:skip=CKV_AWS_158:Encrypted with CloudWatch Logs' own key by default; var.kms_key_arn encrypts them with the customer key (the key policy must then allow logs.<region>.amazonaws.com).
+  #checkov:skip=CKV_AWS_338:Access logs are operational; retention is var.log_retention_days (30 by default).
+  name              = "/aws/apigateway/${var.name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+  tags              = local.tags
+}
+
+resource "aws_apigatewayv2_stage" "default" {
+  api_id      = aws_apigatewayv2_api.http.id
+  name        = "$default"
+  auto_deploy = true
+  tags        = local.tags
+
+  default_route_settings {
+    throttling_rate_limit  = var.api_throttle.rate_limit
+    throttling_burst_limit = var.api_throttle.burst_limit
+  }
+
+  access_log_settings {
+    destination_arn = aws_cloudwatch_log_group.api.arn
+    format = jsonencode({
+      requestId          = "$context.requestId"
+      ip                 = "$context.identity.sourceIp"
+      caller             = "$context.identity.caller"
+      user               = "$context.identity.user"
+      requestTime        = "$context.requestTime"
+      routeKey           = "$context.routeKey"
+      status             = "$context.status"
+      responseLength     = "$context.responseLength"
+      integrationLatency = "$context.integrationLatency"
+      integrationError   = "$context.integrationErrorMessage"
+    })
+  }
+}
+
+# API Gateway may invoke each integrated function, from this API only.
+resource "aws_lambda_permission" "api" {
+  for_each      = local.api_functions
+  statement_id  = "AllowHttpApi"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.function[each.key].function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
+}

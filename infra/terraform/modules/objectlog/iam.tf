@@ -1,0 +1,141 @@
+# ---- IAM: one role per function, granting only the calls its handler makes ------------------
+#
+# tests/test_terraform.py applies this to moto, records every (action, resource) each handler
+# calls during an end-to-end run, and checks the policies below allow each one and grant no
+# action a handler never called (the only exceptions are the runtime's own calls: CloudWatch
+# Logs, X-Ray, and KMS on the customer key when one is configured). Keep the two in step:
+# a new AWS call in lib/objectlog needs its action here, and an action nothing calls goes.
+
+data "aws_iam_policy_document" "assume_lambda" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceAccount"
+      values   = [local.account_id]
+    }
+  }
+}
+
+resource "aws_iam_role" "function" {
+  for_each           = local.functions
+  name               = "${var.name}-${each.key}"
+  description        = "objectlog ${each.key} function"
+  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
+  tags               = local.tags
+}
+
+locals {
+  # Item-level DynamoDB actions, per function (objectlog.metadata, groups.store, leases and
+  # Powertools idempotency). None uses Query, Scan or transactions (DESIGN.md, section 3).
+  dynamodb_actions = {
+    # topics: create (PutItem, BatchWriteItem heads), alter (UpdateItem), delete (DeleteItem,
+    # BatchWriteItem); produce: GetItem topic and head, UpdateItem commit and spill;
+    # describe after alter: BatchGetItem heads; idempotency: PutItem, GetItem, UpdateItem,
+    # DeleteItem (a failed request's record).
+    produce = [
+      "dynamodb:BatchGetItem",
+      "dynamodb:BatchWriteItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+    ]
+    # reads: GetItem, BatchGetItem; consumer groups: members (PutItem, UpdateItem,
+    # BatchWriteItem), the group item (PutItem, DeleteItem), offsets (UpdateItem).
+    fetch = [
+      "dynamodb:BatchGetItem",
+      "dynamodb:BatchWriteItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+    ]
+    # leases (GetItem, PutItem), heads (GetItem, BatchGetItem, UpdateItem: spill, swap, GC horizon).
+    compact = [
+      "dynamodb:BatchGetItem",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+    ]
+  }
+
+  # S3 statements per function: (actions, resources), scoped to the key layout.
+  s3_statements = {
+    produce = [
+      # L0 objects and the manifests a spill writes; a spill reads the manifest list and the
+      # newest manifest it merges into.
+      { sid = "WriteSegmentsAndIndex", actions = ["s3:PutObject"], resources = [local.object_arns.l0, local.object_arns.index] },
+      { sid = "ReadIndex", actions = ["s3:GetObject"], resources = [local.object_arns.index] },
+    ]
+    fetch = [
+      { sid = "ReadSegmentsAndIndex", actions = ["s3:GetObject"], resources = values(local.object_arns) },
+    ]
+    compact = [
+      { sid = "ReadSegmentsAndIndex", actions = ["s3:GetObject"], resources = values(local.object_arns) },
+      # L1 files and the manifests and manifest lists of a swap.
+      { sid = "WriteCompactedAndIndex", actions = ["s3:PutObject"], resources = [local.object_arns.index, local.object_arns.topics] },
+      # Garbage collection (DeleteObjects needs s3:DeleteObject on every key).
+      { sid = "CollectGarbage", actions = ["s3:DeleteObject"], resources = values(local.object_arns) },
+      # Garbage collection lists the three directories.
+      { sid = "ListForGarbageCollection", actions = ["s3:ListBucket"], resources = [aws_s3_bucket.data.arn] },
+    ]
+  }
+}
+
+data "aws_iam_policy_document" "function" {
+  for_each = local.functions
+
+  statement {
+    sid       = "State"
+    actions   = local.dynamodb_actions[each.key]
+    resources = [aws_dynamodb_table.state.arn]
+  }
+
+  dynamic "statement" {
+    for_each = local.s3_statements[each.key]
+    content {
+      sid       = statement.value.sid
+      actions   = statement.value.actions
+      resources = statement.value.resources
+    }
+  }
+
+  # The Lambda runtime writes the function's logs (the log group is Terraform's).
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.function[each.key].arn}:*"]
+  }
+
+  # X-Ray takes no resource-level permissions: "*" is the only resource it accepts.
+  dynamic "statement" {
+    for_each = var.tracing ? [1] : []
+    content {
+      sid       = "Tracing"
+      actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+      resources = ["*"]
+    }
+  }
+
+  # S3 and DynamoDB call KMS on the function's behalf when the customer key encrypts them.
+  dynamic "statement" {
+    for_each = var.kms_key_arn == null ? [] : [1]
+    content {
+      sid       = "CustomerKey"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [var.kms_key_arn]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "function" {
+  for_each = local.functions
+  name     = "${var.name}-${each.key}"
+  role     = aws_iam_role.function[each.key].id
+  policy   = data.aws_iam_policy_document.function[each.key].json
+}

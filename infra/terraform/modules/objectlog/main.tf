@@ -1,0 +1,87 @@
+# objectlog on AWS: an S3 bucket (segments, manifests), a DynamoDB table (state), three Lambda
+# functions (produce and fetch behind an API Gateway HTTP API, compact on an EventBridge
+# schedule), one least-privilege role per function, log groups and alarms.
+
+data "aws_caller_identity" "current" {}
+data "aws_region" "current" {}
+data "aws_partition" "current" {}
+
+locals {
+  account_id = data.aws_caller_identity.current.account_id
+  region     = data.aws_region.current.name
+  partition  = data.aws_partition.current.partition
+
+  bucket_name          = coalesce(var.bucket_name, "${var.name}-data-${local.account_id}-${local.region}")
+  artifact_bucket_name = coalesce(var.artifact_bucket_name, "${var.name}-artifacts-${local.account_id}-${local.region}")
+  table_name           = coalesce(var.table_name, var.name)
+
+  # The HTTP routes and the function serving each: generated from objectlog.api.routes.ROUTES
+  # (tests/test_terraform.py fails if the two differ). Anything else goes to fetch ($default).
+  routes = jsondecode(file("${path.module}/routes.json"))
+
+  # The key layout inside the bucket (objectlog.layout): every S3 permission names one of these.
+  object_arns = {
+    l0     = "${aws_s3_bucket.data.arn}/${var.key_prefix}l0/*"
+    index  = "${aws_s3_bucket.data.arn}/${var.key_prefix}index/*"
+    topics = "${aws_s3_bucket.data.arn}/${var.key_prefix}topics/*"
+  }
+
+  settings_env = {
+    delete_grace_ms         = "OBJECTLOG_DELETE_GRACE_MS"
+    idempotency_expiry_s    = "OBJECTLOG_IDEMPOTENCY_EXPIRY_S"
+    compact_target_file_mib = "OBJECTLOG_COMPACT_TARGET_MIB"
+    compact_row_group_mib   = "OBJECTLOG_COMPACT_ROW_GROUP_MIB"
+    compact_max_mib_per_run = "OBJECTLOG_COMPACT_MAX_MIB_PER_RUN"
+    gc_min_age_ms           = "OBJECTLOG_GC_MIN_AGE_MS"
+  }
+  # Which function reads which setting (objectlog.config, api.idempotency, api.compact).
+  settings_by_function = {
+    produce = ["delete_grace_ms", "idempotency_expiry_s"]
+    fetch   = ["delete_grace_ms"]
+    compact = ["delete_grace_ms", "compact_target_file_mib", "compact_row_group_mib", "compact_max_mib_per_run", "gc_min_age_ms"]
+  }
+
+  common_env = merge(
+    {
+      OBJECTLOG_BUCKET             = aws_s3_bucket.data.bucket
+      OBJECTLOG_TABLE              = aws_dynamodb_table.state.name
+      POWERTOOLS_SERVICE_NAME      = "objectlog"
+      POWERTOOLS_METRICS_NAMESPACE = "objectlog"
+    },
+    var.key_prefix == "" ? {} : { OBJECTLOG_PREFIX = var.key_prefix },
+  )
+
+  functions = {
+    produce = {
+      description = "objectlog HTTP API: topic admin writes and record production"
+      memory      = var.api_memory_mb
+      timeout     = var.api_timeout_s
+      concurrency = var.api_reserved_concurrency
+    }
+    fetch = {
+      description = "objectlog HTTP API: topic reads, fetches, offsets, consumer groups, docs"
+      memory      = var.api_memory_mb
+      timeout     = var.api_timeout_s
+      concurrency = var.api_reserved_concurrency
+    }
+    compact = {
+      description = "objectlog maintenance: compaction, retention and garbage collection"
+      memory      = var.compact_memory_mb
+      timeout     = var.compact_timeout_s
+      # One run at a time: runs are fenced by leases anyway, a second one would only skip.
+      concurrency = 1
+    }
+  }
+
+  function_env = {
+    for fn, _ in local.functions : fn => merge(
+      local.common_env,
+      {
+        for key in local.settings_by_function[fn] :
+        local.settings_env[key] => tostring(var.settings[key]) if var.settings[key] != null
+      },
+    )
+  }
+
+  tags = merge({ "objectlog:deployment" = var.name }, var.tags)
+}

@@ -1,0 +1,64 @@
+output "api_id" {
+  description = "ID of the HTTP API."
+  value       = aws_apigatewayv2_api.http.id
+}
+
+output "api_endpoint" {
+  description = "Base URL of the HTTP API (OBJECTLOG_API_URL; requests are SigV4-signed for execute-api unless a JWT authorizer is configured)."
+  value       = aws_apigatewayv2_api.http.api_endpoint
+}
+
+output "bucket" {
+  description = "Data bucket (OBJECTLOG_BUCKET)."
+  value       = aws_s3_bucket.data.bucket
+}
+
+output "bucket_arn" {
+  description = "ARN of the data bucket."
+  value       = aws_s3_bucket.data.arn
+}
+
+output "artifact_bucket" {
+  description = "Bucket holding the Lambda layer."
+  value       = aws_s3_bucket.artifacts.bucket
+}
+
+output "table" {
+  description = "State table (OBJECTLOG_TABLE)."
+  value       = aws_dynamodb_table.state.name
+}
+
+output "table_arn" {
+  description = "ARN of the state table."
+  value       = aws_dynamodb_table.state.arn
+}
+
+output "key_prefix" {
+  description = "Key prefix inside the bucket (OBJECTLOG_PREFIX)."
+  value       = var.key_prefix
+}
+
+output "functions" {
+  description = "Function name by role: produce, fetch, compact."
+  value       = { for fn, f in aws_lambda_function.function : fn => f.function_name }
+}
+
+output "function_roles" {
+  description = "Execution role ARN by function."
+  value       = { for fn, r in aws_iam_role.function : fn => r.arn }
+}
+
+output "layer_arn" {
+  description = "ARN of the layer version the functions use."
+  value       = aws_lambda_layer_version.objectlog.arn
+}
+
+output "compact_rule" {
+  description = "Name of the EventBridge rule that runs the compact function."
+  value       = aws_cloudwatch_event_rule.compact.name
+}
+
+output "alarms" {
+  description = "Names of the CloudWatch alarms."
+  value       = concat([for a in aws_cloudwatch_metric_alarm.function : a.alarm_name], [aws_cloudwatch_metric_alarm.api_5xx.alarm_name])
+}

@@ -1,0 +1,64 @@
+output "api_id" {
+  description = "ID of the HTTP API (objectlog.deploy reads its routes and integrations)."
+  value       = module.objectlog.api_id
+}
+
+output "api_endpoint" {
+  description = "Base URL of the HTTP API (OBJECTLOG_API_URL)."
+  value       = module.objectlog.api_endpoint
+}
+
+output "bucket" {
+  description = "Data bucket (OBJECTLOG_BUCKET)."
+  value       = module.objectlog.bucket
+}
+
+output "bucket_arn" {
+  description = "ARN of the data bucket."
+  value       = module.objectlog.bucket_arn
+}
+
+output "artifact_bucket" {
+  description = "Bucket holding the Lambda layer."
+  value       = module.objectlog.artifact_bucket
+}
+
+output "table" {
+  description = "State table (OBJECTLOG_TABLE)."
+  value       = module.objectlog.table
+}
+
+output "table_arn" {
+  description = "ARN of the state table."
+  value       = module.objectlog.table_arn
+}
+
+output "key_prefix" {
+  description = "Key prefix inside the bucket (OBJECTLOG_PREFIX)."
+  value       = module.objectlog.key_prefix
+}
+
+output "functions" {
+  description = "Function name by role: produce, fetch, compact."
+  value       = module.objectlog.functions
+}
+
+output "function_roles" {
+  description = "Execution role ARN by function."
+  value       = module.objectlog.function_roles
+}
+
+output "layer_arn" {
+  description = "ARN of the layer version the functions use."
+  value       = module.objectlog.layer_arn
+}
+
+output "compact_rule" {
+  description = "EventBridge rule that runs the compact function."
+  value       = module.objectlog.compact_rule
+}
+
+output "alarms" {
+  description = "CloudWatch alarm names."
+  value       = module.objectlog.alarms
+}
