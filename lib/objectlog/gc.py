@@ -67,18 +67,20 @@ class GarbageCollector:
             heads = self._heads()  # read after the horizon rose: see step 2
         referenced = self.referenced(heads, now)
         report.referenced = len(referenced)
-        doomed = []
-        for info in self._objects():
-            report.scanned += 1
-            written = object_time_ms(info.key)
-            if info.key in referenced or written is None or written > report.horizon_ms:
-                continue
-            doomed.append(info.key)
-            report.deleted_bytes += info.size
-        report.deleted = doomed
+        objects = list(self._objects())
+        report.scanned = len(objects)
+        doomed = _unreferenced_before(objects, referenced, report.horizon_ms)
+        report.deleted = [info.key for info in doomed]
+        report.deleted_bytes = sum(info.size for info in doomed)
         if doomed and not dry_run:
-            self.store.delete_many(doomed)
+            self.store.delete_many(report.deleted)
         return report
+
+    def stale_objects(self, horizon_ms: int) -> list[str]:
+        """Objects no index references (nor retired within grace) written at or before
+        horizon_ms: after a collection with that horizon, none (invariant 7)."""
+        referenced = self.referenced(self._heads(), self.clock.now_ms())
+        return [info.key for info in _unreferenced_before(self._objects(), referenced, horizon_ms)]
 
     def referenced(self, heads: Iterable[PartitionHead], now_ms: int) -> set[str]:
         """Every object key the index needs now, or retired within the grace period."""
@@ -107,3 +109,16 @@ class GarbageCollector:
     def _objects(self) -> Iterator[ObjectInfo]:
         for directory in (L0_DIR, INDEX_DIR, TOPICS_DIR):
             yield from self.store.list(self.prefix + directory)
+
+
+def _unreferenced_before(
+    objects: Iterable[ObjectInfo], referenced: set[str], horizon_ms: int
+) -> list[ObjectInfo]:
+    """The objects not referenced and written (by their name's ULID) at or before horizon_ms;
+    an object whose name has no ULID is not objectlog's and is never deleted."""
+    doomed = []
+    for info in objects:
+        written = object_time_ms(info.key)
+        if info.key not in referenced and written is not None and written <= horizon_ms:
+            doomed.append(info)
+    return doomed

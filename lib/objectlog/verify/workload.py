@@ -35,7 +35,6 @@ from objectlog.config import Config
 from objectlog.errors import CommitFailed, ErrorKind, ObjectLogError
 from objectlog.gateway import LocalGateway, local_api
 from objectlog.groups import TopicPartition
-from objectlog.layout import INDEX_DIR, L0_DIR, TOPICS_DIR, object_time_ms
 from objectlog.log import ObjectLog
 from objectlog.maintenance import collector_for, run_maintenance
 from objectlog.verify.checker import FinalState, Verdict, check
@@ -445,15 +444,7 @@ class Workload:
         committed = admin.groups.committed(
             GROUP, [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
         )
-        referenced = collector.referenced(collector._heads(), admin.clock.now_ms())
-        prefix = admin.config.prefix
-        stale = [
-            info.key
-            for directory in (L0_DIR, INDEX_DIR, TOPICS_DIR)
-            for info in admin.store.list(prefix + directory)
-            if info.key not in referenced
-            and (object_time_ms(info.key) or gc.horizon_ms + 1) <= gc.horizon_ms
-        ]
+        stale = collector.stale_objects(gc.horizon_ms)
         return FinalState(
             partitions,
             log_start,
