@@ -142,6 +142,20 @@ def translated(what: str, *, idempotent: bool = True) -> Iterator[None]:
         raise translate(e, what=what, idempotent=idempotent) from e
 
 
+def applied(call: Callable[[], Any], *, what: str, idempotent: bool) -> bool:
+    """Run a conditional write: True if it applied, False if its condition did not hold; any
+    other failure (ClientError or BotoCoreError) becomes objectlog's error."""
+    try:
+        call()
+    except botocore.exceptions.ClientError as e:
+        if error_code(e) == "ConditionalCheckFailedException":
+            return False
+        raise translate(e, what=what, idempotent=idempotent) from e
+    except botocore.exceptions.BotoCoreError as e:
+        raise translate(e, what=what, idempotent=idempotent) from e
+    return True
+
+
 def translating(
     what: str, *, idempotent: bool = True
 ) -> Callable[[Callable[..., T]], Callable[..., T]]:

@@ -16,9 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import botocore.exceptions
-
-from objectlog.aws import error_code, translate, translated
+from objectlog.aws import applied, translated
 from objectlog.clock import Clock
 from objectlog.errors import LeaseLost
 from objectlog.metadata import DynamoMetadata
@@ -86,8 +84,8 @@ class Leases:
             kwargs["ExpressionAttributeValues"] = values
         if "#owner" in condition:
             kwargs["ExpressionAttributeNames"] = {"#owner": "owner"}
-        try:
-            self.client.put_item(
+        return applied(
+            lambda: self.client.put_item(
                 TableName=self.table,
                 Item={
                     **lease_key(lease.name),
@@ -96,14 +94,10 @@ class Leases:
                     "exp": {"N": str(lease.expires_ms)},
                 },
                 **kwargs,
-            )
-        except botocore.exceptions.ClientError as e:
-            if error_code(e) == "ConditionalCheckFailedException":
-                return False
-            raise translate(e, what="PutItem lease", idempotent=True) from e
-        except botocore.exceptions.BotoCoreError as e:
-            raise translate(e, what="PutItem lease", idempotent=True) from e
-        return True
+            ),
+            what="PutItem lease",
+            idempotent=True,
+        )
 
 
 def _parse(name: str, item: dict[str, Any]) -> Lease:

@@ -22,7 +22,7 @@ from typing import Any
 
 import botocore.exceptions
 
-from objectlog.aws import error_code, translate, translated
+from objectlog.aws import applied, error_code, translate, translated
 from objectlog.errors import (
     ConcurrentModification,
     HorizonPassed,
@@ -494,8 +494,8 @@ class DynamoMetadata:
                 names[f"#p{i}{suffix}"] = f"{pid}{suffix}"
                 removes.append(f"ps.#p{i}{suffix}")
         kwargs: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
-        try:
-            self.client.update_item(
+        return applied(
+            lambda: self.client.update_item(
                 TableName=self.table,
                 Key=head_key(topic, partition),
                 UpdateExpression=(
@@ -510,14 +510,10 @@ class DynamoMetadata:
                     ":ots": _n(object_time_ms),
                 },
                 **kwargs,
-            )
-        except botocore.exceptions.ClientError as e:
-            if error_code(e) == "ConditionalCheckFailedException":
-                return False
-            raise translate(e, what="UpdateItem head (spill)", idempotent=False) from e
-        except botocore.exceptions.BotoCoreError as e:
-            raise translate(e, what="UpdateItem head (spill)", idempotent=False) from e
-        return True
+            ),
+            what="UpdateItem head (spill)",
+            idempotent=False,
+        )
 
     def stamp_compactor_epoch(self, topic: str, partition: int, epoch: int) -> bool:
         """Record that the compactor lease's holder at epoch now works on this partition, so
@@ -578,37 +574,32 @@ class DynamoMetadata:
         condition: str,
         values: dict[str, Any],
     ) -> bool:
-        try:
-            self.client.update_item(
+        return applied(
+            lambda: self.client.update_item(
                 TableName=self.table,
                 Key=head_key(topic, partition),
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=values,
-            )
-        except botocore.exceptions.ClientError as e:
-            if error_code(e) == "ConditionalCheckFailedException":
-                return False
-            raise translate(e, what=what, idempotent=False) from e
-        except botocore.exceptions.BotoCoreError as e:
-            raise translate(e, what=what, idempotent=False) from e
-        return True
+            ),
+            what=what,
+            idempotent=False,
+        )
 
     def raise_gc_horizon(self, topic: str, partition: int, horizon_ms: int) -> None:
-        """Refuse commits of objects written at or before horizon_ms (GC may delete them)."""
-        try:
-            self.client.update_item(
+        """Refuse commits of objects written at or before horizon_ms (GC may delete them);
+        a head whose horizon is already there (or that is gone) is left as it is."""
+        applied(
+            lambda: self.client.update_item(
                 TableName=self.table,
                 Key=head_key(topic, partition),
                 UpdateExpression="SET gch = :h",
                 ConditionExpression="attribute_exists(pk) AND gch < :h",
                 ExpressionAttributeValues={":h": _n(horizon_ms)},
-            )
-        except botocore.exceptions.ClientError as e:
-            if error_code(e) != "ConditionalCheckFailedException":
-                raise translate(e, what="UpdateItem head (gc horizon)", idempotent=True) from e
-        except botocore.exceptions.BotoCoreError as e:
-            raise translate(e, what="UpdateItem head (gc horizon)", idempotent=True) from e
+            ),
+            what="UpdateItem head (gc horizon)",
+            idempotent=True,
+        )
 
     # ---- helpers -----------------------------------------------------------------------
 
