@@ -75,15 +75,15 @@ CHECKOV_VERSION := 3.3.30
 # The Lambda layer (objectlog + wheels for linux arm64, python3.12) and one zip per function,
 # reproducibly, into build/lambda; prints every size.
 package: install
-	$(BIN)/python -m objectlog.packaging
+	$(BIN)/python -m objectlog.tools.packaging
 
 # terraform init (provider mirror) + apply onto the endpoint `make run` serves (start it in
 # another terminal first); prints the outputs. State: build/terraform/objectlog-local/.
 deploy-local: package
-	$(BIN)/python -m objectlog.deploy apply --endpoint $(LOCAL_ENDPOINT)
+	$(BIN)/python -m objectlog.tools.deploy apply --endpoint $(LOCAL_ENDPOINT)
 
 destroy-local: install
-	$(BIN)/python -m objectlog.deploy destroy --endpoint $(LOCAL_ENDPOINT)
+	$(BIN)/python -m objectlog.tools.deploy destroy --endpoint $(LOCAL_ENDPOINT)
 
 # checkov pins a boto3 that conflicts with aioboto3's pin: it gets a virtualenv of its own.
 $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
@@ -95,5 +95,5 @@ $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
 check-infra: install $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 	@command -v terraform >/dev/null || { echo "error: terraform is not on PATH (docs/deploy.md)" >&2; exit 1; }
 	TF_CLI_CONFIG_FILE=/dev/null terraform fmt -check -recursive -diff infra/terraform
-	$(BIN)/python -m objectlog.deploy validate
+	$(BIN)/python -m objectlog.tools.deploy validate
 	$(CHECKOV_VENV)/bin/checkov --directory infra/terraform --compact --quiet --skip-download

@@ -35,16 +35,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-import objectlog.compaction as compaction_module
+import objectlog.compaction.compactor as compaction_module
 from bench.meter import Stopwatch
 from bench.report import Report, Row, console
 from bench.run import MIB, alternate, cold_caches, connect, median
 from bench.server import embedded_endpoint
 from objectlog import FetchRequest, ObjectLog
-from objectlog.compaction import CompactionSettings, PartitionReport
-from objectlog.index import LEVEL_L0
-from objectlog.index_store import LruCache
-from objectlog.maintenance import run_maintenance
+from objectlog.cache import LruCache
+from objectlog.compaction.compactor import CompactionSettings, PartitionReport
+from objectlog.compaction.maintenance import run_maintenance
+from objectlog.format.index import LEVEL_L0
 
 TOPIC = "compaction"
 KEY_BYTES = 16

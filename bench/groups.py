@@ -29,7 +29,7 @@ from bench.report import Report, Row, console
 from bench.run import MIB, alternate, connect, median
 from bench.server import embedded_endpoint
 from objectlog import ObjectLog
-from objectlog.layout import object_key
+from objectlog.format.layout import object_key
 
 TOPIC = "catchup"
 VALUE_BYTES = 1024

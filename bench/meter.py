@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from objectlog.async_reader import AsyncRangeReader
-from objectlog.log import ObjectLog
+from objectlog.adapters.s3_async import AsyncRangeReader
+from objectlog.clients.direct import ObjectLog
 
 
 @dataclass

@@ -30,14 +30,14 @@ from bench.meter import Requests, Stopwatch, Tally
 from bench.report import Report, Row, console
 from bench.server import DEV_BUCKET, DEV_TABLE, Endpoint, embedded_endpoint, free_port
 from objectlog import FetchRequest, ObjectLog
+from objectlog.cache import LruCache
+from objectlog.clients.producer import RECORD_OVERHEAD
 from objectlog.clock import new_ulid, ulid_time_ms
 from objectlog.config import Config
-from objectlog.index import SegmentRef
-from objectlog.index_store import LruCache
-from objectlog.layout import l0_key, object_key
-from objectlog.metadata import PartitionHead
-from objectlog.producer import RECORD_OVERHEAD
-from objectlog.segment import slice_table, write_parquet
+from objectlog.format.index import SegmentRef
+from objectlog.format.layout import l0_key, object_key
+from objectlog.format.segment import slice_table, write_parquet
+from objectlog.stores.metadata import PartitionHead
 
 MIB = 1 << 20
 RECORD_BYTES = 1024  # key + value
@@ -763,7 +763,7 @@ def batch_path(bench: Bench, rounds: int, records: int) -> None:
 def http_vs_direct(bench: Bench, rounds: int, requests: int) -> None:
     """Produce and fetch through the local API Gateway and handlers vs the library directly,
     against the same bucket and table (the ones `objectlog dev` serves its API from)."""
-    from objectlog.http_client import HttpObjectLog
+    from objectlog.clients.http import HttpObjectLog
 
     report = bench.report
     direct = ObjectLog(

@@ -2,7 +2,7 @@
 
 Client and server in separate processes do not share a GIL, so the client's CPU time and the
 server's show up as what they are. The endpoint is moto's server app with requests serialized
-(objectlog.embedded), reached over loopback HTTP exactly as the library reaches AWS.
+(objectlog.tools.embedded), reached over loopback HTTP exactly as the library reaches AWS.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def objectlog_command() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("objectlog")
-    return [found] if found else [sys.executable, "-m", "objectlog.cli"]
+    return [found] if found else [sys.executable, "-m", "objectlog.tools.cli"]
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,8 @@ from bench.report import Report, Row, console
 from bench.run import MIB, alternate, connect, median
 from bench.server import embedded_endpoint
 from objectlog import ObjectLog
-from objectlog.compaction import CompactionSettings
-from objectlog.maintenance import run_maintenance
+from objectlog.compaction.compactor import CompactionSettings
+from objectlog.compaction.maintenance import run_maintenance
 from objectlog.spark import reading
 from objectlog.spark.connection import connection_config
 from objectlog.spark.files import live_files

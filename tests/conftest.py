@@ -1,7 +1,7 @@
 """Shared fixtures: one embedded AWS endpoint per test session, reached over real HTTP.
 
 Set AWS_ENDPOINT_URL before running pytest to target LocalStack or AWS instead; otherwise
-moto's server app runs on loopback with every request serialized (objectlog.embedded).
+moto's server app runs on loopback with every request serialized (objectlog.tools.embedded).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from objectlog import ObjectLog
 from objectlog.clock import ManualClock
 from objectlog.config import Config
-from objectlog.embedded import EmbeddedAWS
-from objectlog.gateway import LocalGateway, local_api
+from objectlog.tools.embedded import EmbeddedAWS
+from objectlog.tools.gateway import LocalGateway, local_api
 
 
 @pytest.fixture(scope="session")

@@ -1,14 +1,14 @@
-"""Checks over workload histories; the fault injector itself is objectlog.verify.faults."""
+"""Checks over workload histories; the fault injector itself is objectlog.tools.verify.faults."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from objectlog.clients.producer import RecordFuture
 from objectlog.errors import ErrorKind
-from objectlog.producer import RecordFuture
-from objectlog.records import RecordMetadata
-from objectlog.verify.faults import (  # noqa: F401  (re-exported for the tests)
+from objectlog.format.records import RecordMetadata
+from objectlog.tools.verify.faults import (  # noqa: F401  (re-exported for the tests)
     DYNAMODB_THROTTLING,
     Fault,
     FaultInjector,

@@ -9,9 +9,9 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from objectlog import ObjectLog
-from objectlog.api.app import build_app
-from objectlog.api.routes import Services
-from objectlog.gateway import LocalGateway
+from objectlog.http.app import build_app
+from objectlog.http.routes import Services
+from objectlog.tools.gateway import LocalGateway
 
 EXAMPLES_PER_OPERATION = 40
 REQUESTS = {"count": 0}
@@ -31,7 +31,7 @@ def fuzz_target(aws_endpoint: str):
     import uuid
 
     from objectlog.config import Config
-    from objectlog.gateway import local_api
+    from objectlog.tools.gateway import local_api
 
     suffix = uuid.uuid4().hex[:12]
     log = ObjectLog(

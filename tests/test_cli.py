@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from objectlog import ObjectLog
-from objectlog.cli import main
-from objectlog.embedded import free_port, start_dev_process
+from objectlog.tools.cli import main
+from objectlog.tools.embedded import free_port, start_dev_process
 
 
 @pytest.fixture

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from objectlog import ObjectLog
-from objectlog.appender import PartitionBatch
 from objectlog.clock import ulid_time_ms
 from objectlog.errors import OutOfOrderSequence
-from objectlog.index import SegmentRef
-from objectlog.metadata import CommitResult
-from objectlog.segment import slice_table
-from objectlog.topics import Topic
+from objectlog.format.index import SegmentRef
+from objectlog.format.segment import slice_table
+from objectlog.format.topics import Topic
+from objectlog.services.append import PartitionBatch
+from objectlog.stores.metadata import CommitResult
 
 
 def upload(log: ObjectLog, topic: Topic, records: int) -> tuple[str, SegmentRef]:

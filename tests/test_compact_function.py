@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from objectlog import ObjectLog
-from objectlog.api.compact import (
+from objectlog.compaction.compactor import MIB, CompactionSettings
+from objectlog.compaction.function import (
     DEADLINE_MARGIN_S,
     CompactRequest,
     compact_handler,
@@ -18,11 +19,10 @@ from objectlog.api.compact import (
     parse_event,
     settings_from_env,
 )
-from objectlog.cli import main
-from objectlog.compaction import MIB, CompactionSettings
 from objectlog.errors import InvalidRequest
-from objectlog.gateway import LambdaContext
-from objectlog.index import LEVEL_L1
+from objectlog.format.index import LEVEL_L1
+from objectlog.tools.cli import main
+from objectlog.tools.gateway import LambdaContext
 
 EVENTS = Path(__file__).parent / "events"
 TOPIC = "orders"
@@ -239,7 +239,7 @@ def test_deadline_for() -> None:
 def test_emits_emf_metrics(
     log: ObjectLog, connect_env: None, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    from objectlog.api.telemetry import metrics
+    from objectlog.telemetry import metrics
 
     produce_flushes(log, flushes=20)
     metrics.clear_metrics()  # what earlier tests recorded while metrics were disabled
@@ -332,7 +332,7 @@ def test_cli_repeats_until_interrupted(run, log: ObjectLog, monkeypatch) -> None
         if len(waits) == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("objectlog.cli._wait_for_next_run", wait)
+    monkeypatch.setattr("objectlog.tools.cli._wait_for_next_run", wait)
     result = run("compact", "--interval", "5")
     assert result.exit_code == 0, result.output
     assert waits == [5.0, 5.0]

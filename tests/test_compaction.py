@@ -20,13 +20,13 @@ import pytest
 
 from objectlog import ObjectLog
 from objectlog.clock import ManualClock, new_ulid
-from objectlog.compaction import CompactionSettings, PartitionReport
+from objectlog.compaction.compactor import CompactionSettings, PartitionReport
+from objectlog.compaction.gc import GarbageCollector
+from objectlog.compaction.maintenance import collector_for, compactor_for, run_maintenance
 from objectlog.config import Config
 from objectlog.errors import OffsetOutOfRange
-from objectlog.gc import GarbageCollector
-from objectlog.index import LEVEL_L0, LEVEL_L1
-from objectlog.layout import INDEX_DIR, L0_DIR, TOPICS_DIR, l0_key
-from objectlog.maintenance import collector_for, compactor_for, run_maintenance
+from objectlog.format.index import LEVEL_L0, LEVEL_L1
+from objectlog.format.layout import INDEX_DIR, L0_DIR, TOPICS_DIR, l0_key
 from objectlog.spark.files import live_files
 
 SMALL = CompactionSettings(target_file_bytes=16 << 10, row_group_bytes=2 << 10)

@@ -20,10 +20,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from objectlog import ObjectLog
 from objectlog.clock import ManualClock
-from objectlog.compaction import CompactionSettings
+from objectlog.compaction.compactor import CompactionSettings
+from objectlog.compaction.maintenance import run_maintenance
 from objectlog.config import Config
-from objectlog.maintenance import run_maintenance
-from objectlog.storage import MemoryObjectStore
+from objectlog.stores.objects import MemoryObjectStore
 
 DELETE_RETENTION_MS = 5_000
 KEYS = [b"a", b"b", b"c", b"d", b"e"]

@@ -1,6 +1,6 @@
 """Concurrent producers, readers and spills on the moto server (DESIGN.md sections 4, 5, 9).
 
-moto serializes requests (objectlog.embedded), so a DynamoDB condition is as atomic as on AWS
+moto serializes requests (objectlog.tools.embedded), so a DynamoDB condition is as atomic as on AWS
 and what these tests find are objectlog's races, not moto's.
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 from objectlog import ObjectLog
 from objectlog.errors import ObjectLogError
-from objectlog.index_store import TAIL_MAX
+from objectlog.services.index import TAIL_MAX
 from tests.faults import (
     FaultInjector,
     Sent,

@@ -9,10 +9,11 @@ import time
 import pytest
 
 from objectlog import ObjectLog
+from objectlog.clients.consumer import Consumer, NoOffsetForPartition
 from objectlog.clock import ManualClock
 from objectlog.errors import InvalidRequest
-from objectlog.groups import Consumer, NoOffsetForPartition, TopicPartition
-from objectlog.records import Record
+from objectlog.format.records import Record
+from objectlog.groups import TopicPartition
 
 TOPIC = "events"
 SESSION_MS = 10_000

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from objectlog.api.routes import ROUTES
+from objectlog.http.routes import ROUTES
 
 CHROMIUM_FLAGS = [
     "--headless",

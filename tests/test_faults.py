@@ -13,13 +13,13 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 
 from objectlog import ObjectLog
-from objectlog.appender import COMMIT_ATTEMPTS, PartitionBatch
+from objectlog.clients.producer import Producer
 from objectlog.clock import ManualClock, ulid_time_ms
 from objectlog.config import Config
 from objectlog.errors import ErrorKind, ObjectLogError, OutOfOrderSequence
-from objectlog.layout import L0_DIR, l0_key
-from objectlog.producer import Producer
-from objectlog.segment import slice_table
+from objectlog.format.layout import L0_DIR, l0_key
+from objectlog.format.segment import slice_table
+from objectlog.services.append import COMMIT_ATTEMPTS, PartitionBatch
 from tests.faults import (
     FaultInjector,
     async_read_client,

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from objectlog import ObjectLog
+from objectlog.clients.consumer import Consumer
 from objectlog.clock import ManualClock
 from objectlog.errors import CommitFailed
-from objectlog.groups import Consumer, TopicPartition
+from objectlog.groups import TopicPartition
 from tests.faults import FaultInjector, fast_retries
 
 TOPIC = "events"

@@ -11,10 +11,10 @@ import requests
 from click.testing import CliRunner
 
 from objectlog import ObjectLog
-from objectlog.cli import main
+from objectlog.clients.http import HttpObjectLog
 from objectlog.errors import CommitFailed, GroupNotEmpty, GroupNotFound, UnknownMemberId
 from objectlog.groups import TopicPartition
-from objectlog.http_client import HttpObjectLog
+from objectlog.tools.cli import main
 
 TOPIC = "orders"
 
@@ -130,9 +130,7 @@ def test_bad_group_requests_get_4xx_and_store_nothing(
     assert response.json()["message"]
     assert log.groups.list_groups() == []
     assert not log.groups.store.get_group("g").exists
-    assert log.groups.committed("g", [TopicPartition(TOPIC, 0)]) == {
-        TopicPartition(TOPIC, 0): None
-    }
+    assert log.groups.committed("g", [TopicPartition(TOPIC, 0)]) == {TopicPartition(TOPIC, 0): None}
 
 
 def test_group_routes_are_in_the_openapi_document(api: str) -> None:

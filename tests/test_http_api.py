@@ -10,8 +10,8 @@ import pytest
 import requests
 
 from objectlog import ObjectLog
-from objectlog.api.routes import FETCH, PRODUCE, ROUTES
-from objectlog.gateway import LambdaContext, LocalGateway
+from objectlog.http.routes import FETCH, PRODUCE, ROUTES
+from objectlog.tools.gateway import LambdaContext, LocalGateway
 
 EVENTS = Path(__file__).parent / "events"
 
@@ -312,7 +312,7 @@ def test_openapi_document_lists_every_route(api: str) -> None:
 
 
 def test_handler_runs_on_a_sample_api_gateway_event(log: ObjectLog) -> None:
-    from objectlog.api.app import lambda_handler
+    from objectlog.http.app import lambda_handler
 
     log.create_topic("orders")
     handler = lambda_handler(PRODUCE, lambda: log)
@@ -338,8 +338,8 @@ def test_handler_runs_on_a_sample_api_gateway_event(log: ObjectLog) -> None:
 
 
 def test_produce_emits_emf_metrics(log: ObjectLog, monkeypatch, capsys) -> None:
-    from objectlog.api.app import lambda_handler
-    from objectlog.api.telemetry import metrics
+    from objectlog.http.app import lambda_handler
+    from objectlog.telemetry import metrics
 
     metrics.clear_metrics()  # what earlier tests recorded while metrics were disabled
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")

@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from objectlog import ObjectLog
-from objectlog.cli import main
+from objectlog.clients.http import ApiSession, HttpObjectLog
 from objectlog.errors import InvalidTopicName, OffsetOutOfRange, TopicExists, TopicNotFound
-from objectlog.gateway import LocalGateway
-from objectlog.http_client import ApiSession, HttpObjectLog
-from objectlog.partitioner import partition_for_key
+from objectlog.format.partitioner import partition_for_key
+from objectlog.tools.cli import main
+from objectlog.tools.gateway import LocalGateway
 
 
 @pytest.fixture

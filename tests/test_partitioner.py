@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from objectlog.partitioner import (
+from objectlog.format.partitioner import (
     StickyPartitioner,
     murmur2,
     partition_for_key,
@@ -57,7 +57,7 @@ def test_sticky_partitioner_sticks_until_the_next_batch() -> None:
 def test_arrow_fixed_and_variable_length_keys_agree_with_the_scalar_path() -> None:
     import pyarrow as pa
 
-    from objectlog.partitioner import partitions_for_key_array
+    from objectlog.format.partitioner import partitions_for_key_array
 
     fixed = [b"id-%08d" % i for i in range(1000)]
     sliced = pa.array([b"x" * 11] * 5 + fixed, pa.binary()).slice(5)

@@ -12,7 +12,7 @@ from objectlog.errors import (
     TopicNotFound,
     UnknownPartition,
 )
-from objectlog.partitioner import partition_for_key
+from objectlog.format.partitioner import partition_for_key
 
 
 def read_all(log: ObjectLog, topic: str, partition: int) -> list:

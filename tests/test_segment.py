@@ -1,8 +1,8 @@
 import pyarrow as pa
 import pytest
 
-from objectlog.index import Manifest, ManifestEntry, ManifestList, SegmentRef, place
-from objectlog.segment import (
+from objectlog.format.index import Manifest, ManifestEntry, ManifestList, SegmentRef, place
+from objectlog.format.segment import (
     SCHEMA,
     decode_parquet,
     encode_parquet,
@@ -100,9 +100,9 @@ def test_manifest_list_finds_the_manifest_covering_an_offset() -> None:
 
 def test_placed_refs_start_at_the_ref_covering_the_offset() -> None:
     from objectlog.clock import ManualClock
-    from objectlog.index_store import IndexStore
-    from objectlog.metadata import PartitionHead
-    from objectlog.storage import MemoryObjectStore
+    from objectlog.services.index import IndexStore
+    from objectlog.stores.metadata import PartitionHead
+    from objectlog.stores.objects import MemoryObjectStore
 
     store = MemoryObjectStore()
     refs = [SegmentRef(0, f"o{i}", 0, 10, 5, 5, i, i) for i in range(12)]

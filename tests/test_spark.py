@@ -21,9 +21,9 @@ import pytest
 
 from objectlog import ObjectLog
 from objectlog.errors import InvalidRequest, OffsetOutOfRange
-from objectlog.metadata import head_key
-from objectlog.partitioner import partition_for_key
-from objectlog.segment import decode_parquet
+from objectlog.format.partitioner import partition_for_key
+from objectlog.format.segment import decode_parquet
+from objectlog.stores.metadata import head_key
 
 pytest.importorskip("pyspark", reason="make test installs pyspark (the spark extra)")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -41,8 +41,8 @@ from pyspark.sql.types import (
 )
 
 import objectlog.spark
-from objectlog.compaction import CompactionSettings
-from objectlog.maintenance import run_maintenance
+from objectlog.compaction.compactor import CompactionSettings
+from objectlog.compaction.maintenance import run_maintenance
 from objectlog.spark.options import ReadOptions, SinkOptions
 from objectlog.spark.planning import plan_batch
 from objectlog.spark.reading import read_task

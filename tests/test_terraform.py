@@ -3,8 +3,8 @@ or LocalStack when AWS_ENDPOINT_URL is set), the *deployed* API called through t
 with the Python client, every AWS call each handler made checked against the IAM policies
 Terraform applied, then destroyed. Plus the static checks and the packaging.
 
-Missing Terraform or the provider mirror fails these tests (objectlog.deploy says what to set);
-nothing here is skipped for a missing prerequisite.
+Missing Terraform or the provider mirror fails these tests (objectlog.tools.deploy says what to
+set); nothing here is skipped for a missing prerequisite.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ import pytest
 import requests
 
 from objectlog import ObjectLog, packaging
-from objectlog.api.routes import ROUTES
-from objectlog.deploy import (
+from objectlog.groups import TopicPartition
+from objectlog.http.routes import ROUTES
+from objectlog.tools.deploy import (
     TERRAFORM_DIR,
     Call,
     DeployError,
@@ -41,8 +42,7 @@ from objectlog.deploy import (
     parse_policy,
     wildcard_match,
 )
-from objectlog.groups import TopicPartition
-from objectlog.packaging import LAMBDA_UNZIPPED_LIMIT
+from objectlog.tools.packaging import LAMBDA_UNZIPPED_LIMIT
 
 REPO = Path(__file__).resolve().parents[1]
 MODULE_DIR = TERRAFORM_DIR / "modules" / "objectlog"
@@ -56,10 +56,10 @@ FLUSHES = 36  # two tail spills on partition 0 (the tail holds at most 16 refs)
 
 
 def test_routes_json_is_the_route_table() -> None:
-    """Terraform's routes come from routes.json; it must be exactly objectlog.api.routes."""
+    """Terraform's routes come from routes.json; it must be exactly objectlog.http.routes."""
     deployed = json.loads((MODULE_DIR / "routes.json").read_text())
     assert deployed == {f"{m} {p}": f for m, p, f in ROUTES}, (
-        "regenerate it: python -m objectlog.deploy routes > "
+        "regenerate it: python -m objectlog.tools.deploy routes > "
         "infra/terraform/modules/objectlog/routes.json"
     )
 
@@ -126,7 +126,7 @@ def test_light_package_is_reproducible_and_shaped_for_lambda(
         assert [i.filename for i in infos] == sorted(i.filename for i in infos)
         assert {i.date_time for i in infos} == {packaging.FIXED_DATE}
         assert {i.external_attr >> 16 for i in infos} <= {0o100644, 0o100755}
-        assert "python/objectlog/api/app.py" in layer.namelist()
+        assert "python/objectlog/http/app.py" in layer.namelist()
         assert not [n for n in layer.namelist() if "__pycache__" in n or n.endswith(".pyc")]
     for function in packaging.function_names():
         with zipfile.ZipFile(light_package / f"{function}.zip") as code:
@@ -403,7 +403,7 @@ def after_compaction(client: Any) -> None:
 
 def test_missing_handler_module_fails_loudly(light_package: Path, tmp_path: Path) -> None:
     """A handler path the package does not hold is an error naming what was searched."""
-    from objectlog.deploy import resolve_handler
+    from objectlog.tools.deploy import resolve_handler
 
     with zipfile.ZipFile(light_package / "produce.zip") as code:
         assert resolve_handler("handler.handler", [(code, "")])[:2] == ("handler.py", "handler")

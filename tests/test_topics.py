@@ -9,7 +9,7 @@ from objectlog.errors import (
     TopicNotFound,
     UnknownPartition,
 )
-from objectlog.topics import DEFAULTS
+from objectlog.format.topics import DEFAULTS
 
 
 @pytest.mark.parametrize(

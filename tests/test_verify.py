@@ -9,12 +9,20 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from objectlog import ObjectLog
-from objectlog.cli import main
-from objectlog.verify.bad_input import CORPUS, TOPIC, run_corpus
-from objectlog.verify.checker import ANOMALIES, FinalState, check
-from objectlog.verify.history import FAILED, OK, UNKNOWN, CommittedSample, History, Poll, Produce
-from objectlog.verify.report import render
-from objectlog.verify.workload import FAULT_KINDS, WorkloadConfig, run_workload
+from objectlog.tools.cli import main
+from objectlog.tools.verify.bad_input import CORPUS, TOPIC, run_corpus
+from objectlog.tools.verify.checker import ANOMALIES, FinalState, check
+from objectlog.tools.verify.history import (
+    FAILED,
+    OK,
+    UNKNOWN,
+    CommittedSample,
+    History,
+    Poll,
+    Produce,
+)
+from objectlog.tools.verify.report import render
+from objectlog.tools.verify.workload import FAULT_KINDS, WorkloadConfig, run_workload
 
 
 def test_a_short_workload_with_every_fault_has_no_anomaly(aws_endpoint: str) -> None:

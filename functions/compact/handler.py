@@ -1,5 +1,5 @@
 """The compact function: scheduled compaction, retention and garbage collection."""
 
-from objectlog.api.compact import handler
+from objectlog.compaction.function import handler
 
 __all__ = ["handler"]

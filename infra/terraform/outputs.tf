@@ -1,5 +1,5 @@
 output "api_id" {
-  description = "ID of the HTTP API (objectlog.deploy reads its routes and integrations)."
+  description = "ID of the HTTP API (objectlog.tools.deploy reads its routes and integrations)."
   value       = module.objectlog.api_id
 }
 

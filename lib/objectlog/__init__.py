@@ -1,5 +1,7 @@
 """objectlog: a serverless, Kafka-style partitioned log on S3 and DynamoDB."""
 
+from objectlog.clients.direct import ObjectLog, Offsets
+from objectlog.clients.producer import Producer, RecordFuture
 from objectlog.config import Config
 from objectlog.errors import (
     ErrorKind,
@@ -12,10 +14,8 @@ from objectlog.errors import (
     UnknownOutcome,
     UnknownPartition,
 )
-from objectlog.fetch import FetchRequest, FetchResult
-from objectlog.log import ObjectLog, Offsets
-from objectlog.producer import Producer, RecordFuture
-from objectlog.records import Record, RecordMetadata
+from objectlog.format.records import Record, RecordMetadata
+from objectlog.services.fetch import FetchRequest, FetchResult
 
 __all__ = [
     "Config",

@@ -1,6 +1,5 @@
 """Consumer groups: membership leases, assignment, generation-fenced committed offsets."""
 
-from objectlog.groups.consumer import Consumer, NoOffsetForPartition
 from objectlog.groups.coordinator import (
     GroupCoordinator,
     GroupDescription,
@@ -9,15 +8,13 @@ from objectlog.groups.coordinator import (
     OffsetAndMetadata,
     PartitionOffset,
 )
-from objectlog.groups.store import TopicPartition
+from objectlog.stores.groups import TopicPartition
 
 __all__ = [
-    "Consumer",
     "GroupCoordinator",
     "GroupDescription",
     "MemberDescription",
     "Membership",
-    "NoOffsetForPartition",
     "OffsetAndMetadata",
     "PartitionOffset",
     "TopicPartition",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 
-from objectlog.groups.store import TopicPartition
+from objectlog.stores.groups import TopicPartition
 
 Subscriptions = Mapping[str, Collection[str]]
 Counts = Mapping[str, int]

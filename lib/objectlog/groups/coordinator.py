@@ -32,10 +32,10 @@ from objectlog.errors import (
     UnknownMemberId,
     UnknownPartition,
 )
+from objectlog.format.topics import validate_topic_name
 from objectlog.groups.assignors import STRATEGIES, assign
-from objectlog.groups.store import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
-from objectlog.metadata import ACTIVE, DynamoMetadata, PartitionHead
-from objectlog.topics import validate_topic_name
+from objectlog.stores.groups import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
+from objectlog.stores.metadata import ACTIVE, DynamoMetadata, PartitionHead
 
 GROUP_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
 MIN_SESSION_TIMEOUT_MS = 100

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from objectlog.log import ObjectLog
+from objectlog.clients.direct import ObjectLog
 from objectlog.spark.connection import connect, connection_config
 from objectlog.spark.files import live_files as _live_files
 from objectlog.spark.options import ReadOptions

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from objectlog.clients.direct import ObjectLog
 from objectlog.config import Config, normalize_prefix
-from objectlog.log import ObjectLog
 
 # Option names (case-insensitive, as every Spark option): the connection's own settings.
 ENDPOINT = "endpoint"

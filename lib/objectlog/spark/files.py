@@ -10,9 +10,9 @@ manifests they point at list exactly the files that are live now.
 
 from __future__ import annotations
 
-from objectlog.index import LEVEL_L1
-from objectlog.layout import object_key
-from objectlog.log import ObjectLog
+from objectlog.clients.direct import ObjectLog
+from objectlog.format.index import LEVEL_L1
+from objectlog.format.layout import object_key
 
 
 def live_files(log: ObjectLog, topic: str, *, scheme: str = "s3") -> list[str]:

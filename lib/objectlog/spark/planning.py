@@ -18,17 +18,17 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from objectlog.clients.direct import ObjectLog
 from objectlog.errors import (
     InvalidRequest,
     OffsetOutOfRange,
     TopicNotFound,
     UnknownPartition,
 )
-from objectlog.index import SegmentRef
-from objectlog.layout import object_key
-from objectlog.log import ObjectLog
-from objectlog.metadata import PartitionHead
+from objectlog.format.index import SegmentRef
+from objectlog.format.layout import object_key
 from objectlog.spark.options import EARLIEST, LATEST, Bound, ReadOptions, Subscription
+from objectlog.stores.metadata import PartitionHead
 
 TopicPartition = tuple[str, int]
 OffsetsJson = dict[str, dict[str, int]]

@@ -20,11 +20,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError, ObjectNotFound, OffsetOutOfRange
-from objectlog.index import LEVEL_L0
-from objectlog.l1 import decode_slice
-from objectlog.log import ObjectLog
-from objectlog.segment import SCHEMA
+from objectlog.format.index import LEVEL_L0
+from objectlog.format.l1 import decode_slice
+from objectlog.format.segment import SCHEMA
 from objectlog.spark.planning import OffsetRange, ReadTask, Slice, slices_of
 
 # Slices read (GET and decode) ahead of the one going to Spark, each in a thread of its own.

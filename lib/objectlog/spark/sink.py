@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from objectlog.appender import BACKOFF_S, COMMIT_ATTEMPTS, Appender, PartitionBatch
+from objectlog.clients.direct import ObjectLog
 from objectlog.clock import ulid_time_ms
 from objectlog.errors import (
     HorizonPassed,
@@ -47,13 +47,13 @@ from objectlog.errors import (
     UnknownOutcome,
     UnknownPartition,
 )
-from objectlog.index import SegmentRef
-from objectlog.log import ObjectLog
-from objectlog.metadata import CommitResult
-from objectlog.partitioner import partitions_for_key_array
-from objectlog.segment import HEADER_TYPE, slice_table
+from objectlog.format.index import SegmentRef
+from objectlog.format.partitioner import partitions_for_key_array
+from objectlog.format.segment import HEADER_TYPE, slice_table
+from objectlog.format.topics import Topic
+from objectlog.services.append import BACKOFF_S, COMMIT_ATTEMPTS, Appender, PartitionBatch
 from objectlog.spark.options import SinkOptions
-from objectlog.topics import Topic
+from objectlog.stores.metadata import CommitResult
 
 BATCH_SHIFT = 40
 TASK_SHIFT = 16

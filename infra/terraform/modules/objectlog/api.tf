@@ -1,4 +1,4 @@
-# ---- API Gateway HTTP API: the routes of objectlog.api.routes, IAM (SigV4) or JWT auth ------
+# ---- API Gateway HTTP API: the routes of objectlog.http.routes, IAM (SigV4) or JWT auth ------
 
 locals {
   api_functions = toset(distinct(concat(values(local.routes), ["fetch"])))

@@ -30,7 +30,7 @@ resource "aws_iam_role" "function" {
 }
 
 locals {
-  # Item-level DynamoDB actions, per function (objectlog.metadata, groups.store, leases and
+  # Item-level DynamoDB actions, per function (objectlog.stores.metadata, groups.store, leases and
   # Powertools idempotency). None uses Query, Scan or transactions (DESIGN.md, section 3).
   dynamodb_actions = {
     # topics: create (PutItem, BatchWriteItem heads), alter (UpdateItem), delete (DeleteItem,

@@ -15,11 +15,11 @@ locals {
   artifact_bucket_name = coalesce(var.artifact_bucket_name, "${var.name}-artifacts-${local.account_id}-${local.region}")
   table_name           = coalesce(var.table_name, var.name)
 
-  # The HTTP routes and the function serving each: generated from objectlog.api.routes.ROUTES
+  # The HTTP routes and the function serving each: generated from objectlog.http.routes.ROUTES
   # (tests/test_terraform.py fails if the two differ). Anything else goes to fetch ($default).
   routes = jsondecode(file("${path.module}/routes.json"))
 
-  # The key layout inside the bucket (objectlog.layout): every S3 permission names one of these.
+  # The key layout inside the bucket (objectlog.format.layout): every S3 permission names one of these.
   object_arns = {
     l0     = "${aws_s3_bucket.data.arn}/${var.key_prefix}l0/*"
     index  = "${aws_s3_bucket.data.arn}/${var.key_prefix}index/*"

@@ -54,12 +54,12 @@ variable "key_prefix" {
 }
 
 variable "package_dir" {
-  description = "Directory holding the Lambda artifacts built by `python -m objectlog.packaging` (layer.zip, produce.zip, fetch.zip, compact.zip)."
+  description = "Directory holding the Lambda artifacts built by `python -m objectlog.tools.packaging` (layer.zip, produce.zip, fetch.zip, compact.zip)."
   type        = string
 
   validation {
     condition     = alltrue([for f in ["layer.zip", "produce.zip", "fetch.zip", "compact.zip"] : fileexists("${var.package_dir}/${f}")])
-    error_message = "package_dir must hold layer.zip, produce.zip, fetch.zip and compact.zip: run `make package` (or `python -m objectlog.packaging`) first."
+    error_message = "package_dir must hold layer.zip, produce.zip, fetch.zip and compact.zip: run `make package` (or `python -m objectlog.tools.packaging`) first."
   }
 }
 

@@ -1,0 +1,2 @@
+"""The clients: the LogClient contract, its direct and HTTP implementations, the Producer and
+the Consumer."""

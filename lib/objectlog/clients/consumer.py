@@ -1,0 +1,536 @@
+"""A consumer shaped like Kafka's: subscribe (group) or assign, poll, commit, seek, pause.
+
+There is no background thread: poll() heartbeats and auto-commits, so the time between two
+polls must stay under the session timeout (Kafka's max.poll.interval.ms, folded into one
+setting). With enable_auto_commit, poll() commits the positions of the records the previous
+poll returned, so a record is committed only once the application asked for more: at least
+once, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from objectlog.errors import InvalidRequest, ObjectLogError, OffsetOutOfRange, UnknownMemberId
+from objectlog.format.records import Record
+from objectlog.groups.coordinator import (
+    DEFAULT_STRATEGIES,
+    GroupDescription,
+    Membership,
+    OffsetAndMetadata,
+    validate_group_name,
+)
+from objectlog.services.fetch import FetchRequest, FetchResult
+from objectlog.stores.groups import TopicPartition
+
+AUTO_OFFSET_RESETS = ("earliest", "latest", "none")
+POLL_BACKOFF_START_S = 0.01
+POLL_BACKOFF_MAX_S = 0.1
+CLAIM_RETRY_S = 0.1  # while an assigned partition waits for its previous owner to release it
+
+logger = logging.getLogger(__name__)
+
+Rebalance = Callable[[set[TopicPartition]], None]
+
+
+class Groups(Protocol):
+    """The group protocol: GroupCoordinator (direct) or HttpGroups (through the API)."""
+
+    def join(
+        self,
+        group: str,
+        topics: Collection[str],
+        *,
+        client_id: str = ...,
+        session_timeout_ms: int = ...,
+        strategies: Sequence[str] = ...,
+    ) -> Membership: ...
+
+    def heartbeat(
+        self,
+        group: str,
+        member_id: str,
+        *,
+        owned: Collection[TopicPartition] = ...,
+        release: Mapping[TopicPartition, OffsetAndMetadata | None] | None = ...,
+    ) -> Membership: ...
+
+    def leave(
+        self,
+        group: str,
+        member_id: str,
+        *,
+        release: Mapping[TopicPartition, OffsetAndMetadata | None] | None = ...,
+    ) -> None: ...
+
+    def commit(
+        self,
+        group: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        *,
+        member_id: str | None = ...,
+        generation: int = ...,
+    ) -> None: ...
+
+    def committed(
+        self, group: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]: ...
+
+    def describe(self, group: str) -> GroupDescription: ...
+
+    def list_groups(self) -> list[str]: ...
+
+
+class Log(Protocol):
+    """What the consumer needs of ObjectLog or HttpObjectLog."""
+
+    @property
+    def groups(self) -> Groups: ...
+
+    def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]: ...
+
+    def offsets(self, topic: str, partition: int) -> Any: ...
+
+    def topic(self, name: str, *, fresh: bool = False) -> Any: ...
+
+
+class NoOffsetForPartition(InvalidRequest):
+    """auto_offset_reset is none and the partition has no committed (or a stale) offset."""
+
+
+class Consumer:
+    """Reads topics as a member of a group (subscribe) or from chosen partitions (assign)."""
+
+    def __init__(
+        self,
+        log: Log,
+        *,
+        group: str | None = None,
+        topics: Iterable[str] | None = None,
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int | None = None,
+        strategies: Sequence[str] = DEFAULT_STRATEGIES,
+        client_id: str = "objectlog",
+        max_poll_records: int = 500,
+        max_partition_fetch_bytes: int = 1 << 20,
+        on_assign: Rebalance | None = None,
+        on_revoke: Rebalance | None = None,
+        on_lost: Rebalance | None = None,
+    ) -> None:
+        if group is not None:
+            validate_group_name(group)
+        if auto_offset_reset not in AUTO_OFFSET_RESETS:
+            raise InvalidRequest(
+                f"auto_offset_reset must be one of {list(AUTO_OFFSET_RESETS)}, "
+                f"got {auto_offset_reset!r}",
+                field="auto_offset_reset",
+            )
+        for name, value in (
+            ("max_poll_records", max_poll_records),
+            ("max_partition_fetch_bytes", max_partition_fetch_bytes),
+            ("session_timeout_ms", session_timeout_ms),
+            ("auto_commit_interval_ms", auto_commit_interval_ms),
+        ):
+            if type(value) is not int or value <= 0:
+                raise InvalidRequest(f"{name} must be a positive integer", field=name)
+        self.log = log
+        self.group = group
+        self.auto_offset_reset = auto_offset_reset
+        self.enable_auto_commit = enable_auto_commit and group is not None
+        self.auto_commit_interval_s = auto_commit_interval_ms / 1000
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_s = (heartbeat_interval_ms or session_timeout_ms // 3) / 1000
+        self.strategies = tuple(strategies)
+        self.client_id = client_id
+        self.max_poll_records = max_poll_records
+        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self.on_assign, self.on_revoke, self.on_lost = on_assign, on_revoke, on_lost
+        self._subscription: tuple[str, ...] | None = None
+        self._membership: Membership | None = None
+        self._owned: set[TopicPartition] = set()
+        self._positions: dict[TopicPartition, int] = {}
+        self._paused: set[TopicPartition] = set()
+        self._committed_positions: dict[TopicPartition, int] = {}
+        self._next_heartbeat = 0.0
+        self._next_auto_commit = time.monotonic() + self.auto_commit_interval_s
+        self._rotation = 0
+        self._closed = False
+        if topics is not None:
+            self.subscribe(topics)
+
+    # ---- subscription and assignment ---------------------------------------------------
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Consume topics as a member of the group (joined on the next poll)."""
+        names = [topics] if isinstance(topics, str) else list(topics)
+        if self.group is None:
+            raise InvalidRequest("subscribe needs a group; use assign() without one", field="group")
+        if not names:
+            raise InvalidRequest("subscribe needs at least one topic", field="topics")
+        if self._subscription is None and self._owned:
+            raise InvalidRequest("this consumer uses assign(); unsubscribe() first")
+        if self._membership is not None and tuple(sorted(names)) != self._subscription:
+            self._leave()
+        self._subscription = tuple(sorted(set(names)))
+
+    def unsubscribe(self) -> None:
+        """Leave the group (committing first with auto-commit) or drop a manual assignment."""
+        if self._membership is not None:
+            self._leave()
+        self._subscription = None
+        self._drop(set(self._owned))
+
+    def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        """Consume exactly these partitions, outside any group membership."""
+        if self._subscription is not None:
+            raise InvalidRequest("this consumer is subscribed; unsubscribe() before assign()")
+        wanted = {TopicPartition(*tp) for tp in partitions}
+        for tp in wanted:
+            count = self.log.topic(tp.topic).partitions
+            if not 0 <= tp.partition < count:
+                raise InvalidRequest(
+                    f"topic {tp.topic!r} has {count} partitions; there is no partition "
+                    f"{tp.partition}",
+                    field="partition",
+                )
+        self._drop(self._owned - wanted)
+        self._owned = wanted
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this consumer reads now."""
+        return set(self._owned)
+
+    @property
+    def member_id(self) -> str | None:
+        return self._membership.member_id if self._membership else None
+
+    @property
+    def generation(self) -> int:
+        return self._membership.generation if self._membership else -1
+
+    # ---- poll --------------------------------------------------------------------------
+
+    def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[Record]:
+        """Records from the assigned partitions; waits up to timeout seconds for some."""
+        self._check_open()
+        limit = max_records or self.max_poll_records
+        deadline = time.monotonic() + max(0.0, timeout)
+        backoff = POLL_BACKOFF_START_S
+        while True:
+            self._maintain()
+            records = self._fetch_once(limit)
+            now = time.monotonic()
+            if records or now >= deadline:
+                return records
+            wake = min(deadline, now + backoff, self._next_heartbeat)
+            time.sleep(max(0.0, wake - now))
+            backoff = min(backoff * 2, POLL_BACKOFF_MAX_S)
+
+    def _fetch_once(self, limit: int) -> list[Record]:
+        partitions = sorted(tp for tp in self._owned if tp not in self._paused)
+        if not partitions:
+            return []
+        self._ensure_positions(partitions)
+        start = self._rotation % len(partitions)  # no partition starves when limits cut
+        self._rotation += 1
+        partitions = partitions[start:] + partitions[:start]
+        results = self._fetch(partitions, limit)
+        records: list[Record] = []
+        for tp, result in zip(partitions, results, strict=True):
+            taken = result.records[: limit - len(records)]
+            records.extend(taken)
+            if len(taken) < len(result.records):  # the poll's limit cut this partition short
+                if taken:
+                    self._positions[tp] = taken[-1].offset + 1
+            elif result.next_offset > self._positions[tp]:
+                self._positions[tp] = result.next_offset  # past compaction gaps too
+        return records
+
+    def _fetch(self, partitions: list[TopicPartition], limit: int) -> list[FetchResult]:
+        def requests() -> list[FetchRequest]:
+            return [
+                FetchRequest(
+                    tp.topic,
+                    tp.partition,
+                    self._positions[tp],
+                    self.max_partition_fetch_bytes,
+                    limit,
+                )
+                for tp in partitions
+            ]
+
+        try:
+            return self.log.fetch_many(requests())
+        except OffsetOutOfRange:
+            self._reset_out_of_range(partitions)
+            return self.log.fetch_many(requests())
+
+    # ---- positions ---------------------------------------------------------------------
+
+    def position(self, partition: TopicPartition | tuple[str, int]) -> int:
+        """The offset of the next record poll() will return from the partition."""
+        tp = self._owned_partition(partition)
+        self._ensure_positions([tp])
+        return self._positions[tp]
+
+    def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        tp = self._owned_partition(partition)
+        if type(offset) is not int or offset < 0:
+            raise InvalidRequest(f"offset must be a non-negative integer, got {offset!r}")
+        self._positions[tp] = offset
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        for tp in self._targets(partitions):
+            self._positions[tp] = self.log.offsets(*tp).earliest
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        for tp in self._targets(partitions):
+            self._positions[tp] = self.log.offsets(*tp).latest
+
+    def pause(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        self._paused |= {self._owned_partition(tp) for tp in partitions}
+
+    def resume(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        self._paused -= {TopicPartition(*tp) for tp in partitions}
+
+    def paused(self) -> set[TopicPartition]:
+        return set(self._paused & self._owned)
+
+    def _ensure_positions(self, partitions: Sequence[TopicPartition]) -> None:
+        missing = [tp for tp in partitions if tp not in self._positions]
+        if not missing:
+            return
+        committed = self.log.groups.committed(self.group, missing) if self.group else {}
+        for tp in missing:
+            value = committed.get(tp)
+            if value is not None:
+                self._positions[tp] = value.offset
+                self._committed_positions[tp] = value.offset
+            else:
+                self._positions[tp] = self._reset_position(tp, "has no committed offset")
+
+    def _reset_out_of_range(self, partitions: Sequence[TopicPartition]) -> None:
+        for tp in partitions:
+            offsets = self.log.offsets(*tp)
+            if not offsets.earliest <= self._positions[tp] <= offsets.latest:
+                self._positions[tp] = self._reset_position(
+                    tp,
+                    f"is at offset {self._positions[tp]}, out of range "
+                    f"[{offsets.earliest}, {offsets.latest}]",
+                )
+
+    def _reset_position(self, tp: TopicPartition, why: str) -> int:
+        if self.auto_offset_reset == "none":
+            raise NoOffsetForPartition(
+                f"{tp.topic}/{tp.partition} {why} and auto_offset_reset is none"
+            )
+        offsets = self.log.offsets(*tp)
+        return offsets.earliest if self.auto_offset_reset == "earliest" else offsets.latest
+
+    # ---- commits -----------------------------------------------------------------------
+
+    def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None
+    ) -> None:
+        """Commit offsets (by default the position of every owned partition), synchronously.
+
+        Raises CommitFailed when the group rebalanced and this member no longer owns a
+        partition; the next poll rejoins or picks up the new assignment.
+        """
+        self._check_open()
+        if self.group is None:
+            raise InvalidRequest("commit needs a group", field="group")
+        wanted = self._current_positions() if offsets is None else dict(offsets)
+        if not wanted:
+            return
+        try:
+            if self._subscription is not None:
+                if self._membership is None:
+                    raise InvalidRequest("not a member yet: poll() joins the group first")
+                self.log.groups.commit(
+                    self.group,
+                    wanted,
+                    member_id=self._membership.member_id,
+                    generation=self._membership.generation,
+                )
+            else:
+                self.log.groups.commit(self.group, wanted)
+        except ObjectLogError:
+            self._next_heartbeat = 0.0  # learn about the rebalance at once
+            raise
+        for tp, value in wanted.items():
+            offset = value if isinstance(value, int) else value[0]
+            self._committed_positions[TopicPartition(*tp)] = offset
+
+    def committed(
+        self, partitions: Iterable[TopicPartition | tuple[str, int]]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        if self.group is None:
+            raise InvalidRequest("committed offsets need a group", field="group")
+        return self.log.groups.committed(self.group, [TopicPartition(*tp) for tp in partitions])
+
+    def _current_positions(self) -> dict[TopicPartition, OffsetAndMetadata | int]:
+        return {tp: self._positions[tp] for tp in sorted(self._owned) if tp in self._positions}
+
+    def _auto_commit(self) -> None:
+        changed = {
+            tp: offset
+            for tp, offset in self._current_positions().items()
+            if self._committed_positions.get(tp) != offset
+        }
+        self._next_auto_commit = time.monotonic() + self.auto_commit_interval_s
+        if changed:
+            try:
+                self.commit(changed)
+            except ObjectLogError as e:  # fenced or unavailable: the next owner re-reads them
+                logger.warning("auto-commit of group %s failed: %s", self.group, e)
+
+    # ---- group membership --------------------------------------------------------------
+
+    def _maintain(self) -> None:
+        if self._subscription is not None:
+            if self._membership is None:
+                self._join()
+            elif time.monotonic() >= self._next_heartbeat:
+                self._heartbeat()
+        if self.enable_auto_commit and time.monotonic() >= self._next_auto_commit:
+            self._auto_commit()
+
+    def _join(self) -> None:
+        assert self.group is not None and self._subscription is not None
+        membership = self.log.groups.join(
+            self.group,
+            self._subscription,
+            client_id=self.client_id,
+            session_timeout_ms=self.session_timeout_ms,
+            strategies=self.strategies,
+        )
+        self._apply(membership)
+
+    def _heartbeat(self) -> None:
+        assert self.group is not None and self._membership is not None
+        try:
+            membership = self.log.groups.heartbeat(
+                self.group, self._membership.member_id, owned=sorted(self._owned)
+            )
+        except UnknownMemberId:
+            self._membership = None
+            self._lose(set(self._owned))
+            self._join()
+            return
+        self._apply(membership)
+
+    def _apply(self, membership: Membership) -> None:
+        """Settle a new view: revoke what moved away, drop what was lost, take what came."""
+        assert self.group is not None
+        revoked = (self._owned | set(membership.owned)) - set(membership.assigned)
+        if revoked:
+            if self.on_revoke is not None:
+                self.on_revoke(set(revoked))
+            finals: dict[TopicPartition, OffsetAndMetadata | None] = {
+                tp: self._final_offset(tp) for tp in revoked
+            }
+            try:
+                membership = self.log.groups.heartbeat(
+                    self.group,
+                    membership.member_id,
+                    owned=sorted(self._owned - revoked),
+                    release=finals,
+                )
+            except UnknownMemberId:  # removed meanwhile (its session lapsed): rejoin next poll
+                self._membership = None
+                self._drop(revoked)
+                self._lose(set(self._owned))
+                return
+            self._drop(revoked)
+        self._lose(self._owned - set(membership.owned))
+        added = set(membership.owned) - self._owned
+        self._owned |= added
+        self._membership = membership
+        pending = set(membership.assigned) != set(membership.owned)
+        interval = (
+            min(self.heartbeat_interval_s, CLAIM_RETRY_S) if pending else self.heartbeat_interval_s
+        )
+        self._next_heartbeat = time.monotonic() + interval
+        if added and self.on_assign is not None:
+            self.on_assign(set(added))
+
+    def _final_offset(self, tp: TopicPartition) -> OffsetAndMetadata | None:
+        """What to store when giving a partition up: the position, with auto-commit."""
+        position = self._positions.get(tp)
+        if not self.enable_auto_commit or position is None:
+            return None
+        if self._committed_positions.get(tp) == position:
+            return None
+        return OffsetAndMetadata(position)
+
+    def _lose(self, lost: set[TopicPartition]) -> None:
+        """Partitions taken over by another member: drop them without committing."""
+        if not lost:
+            return
+        callback = self.on_lost or self.on_revoke
+        if callback is not None:
+            callback(set(lost))
+        self._drop(lost)
+
+    def _drop(self, partitions: set[TopicPartition]) -> None:
+        self._owned -= partitions
+        self._paused -= partitions
+        for tp in partitions:
+            self._positions.pop(tp, None)
+            self._committed_positions.pop(tp, None)
+
+    def _leave(self) -> None:
+        assert self.group is not None and self._membership is not None
+        owned = set(self._owned)
+        if self.on_revoke is not None and owned:
+            self.on_revoke(owned)
+        finals = {tp: self._final_offset(tp) for tp in owned}
+        try:
+            self.log.groups.leave(self.group, self._membership.member_id, release=finals)
+        finally:
+            self._membership = None
+            self._drop(owned)
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Leave the group (its partitions move at once, with auto-commit's final commit)."""
+        if self._closed:
+            return
+        try:
+            if self._membership is not None:
+                self._leave()
+            elif self.enable_auto_commit and self._owned:
+                self._auto_commit()
+        finally:
+            self._closed = True
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidRequest("the consumer is closed")
+
+    def _owned_partition(self, partition: TopicPartition | tuple[str, int]) -> TopicPartition:
+        tp = TopicPartition(*partition)
+        if tp not in self._owned:
+            raise InvalidRequest(
+                f"{tp.topic}/{tp.partition} is not assigned to this consumer", field="partition"
+            )
+        return tp
+
+    def _targets(self, partitions: Iterable[TopicPartition] | None) -> list[TopicPartition]:
+        if partitions is None:
+            return sorted(self._owned)
+        return [self._owned_partition(tp) for tp in partitions]

@@ -1,0 +1,367 @@
+"""ObjectLog: the entry point. Topics, producers and fetches over S3 + DynamoDB."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
+
+from objectlog.adapters import aws
+from objectlog.adapters.s3_async import AsyncRangeReader
+from objectlog.clients.consumer import Consumer
+from objectlog.clients.producer import Producer
+from objectlog.clock import Clock, SystemClock, new_ulid
+from objectlog.config import Config
+from objectlog.errors import InvalidRequest, ObjectLogError, TopicNotFound
+from objectlog.format.segment import COMPRESSIONS, decode_parquet
+from objectlog.format.topics import (
+    PartitionInfo,
+    Topic,
+    TopicConfig,
+    TopicDescription,
+    validate_config,
+    validate_partition_count,
+    validate_topic_name,
+)
+from objectlog.groups.coordinator import GroupCoordinator
+from objectlog.services.append import Appender
+from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
+from objectlog.services.footers import Footers
+from objectlog.services.index import IndexStore
+from objectlog.stores.metadata import ACTIVE, DELETING, DynamoMetadata
+from objectlog.stores.objects import ObjectStore
+from objectlog.stores.s3 import S3ObjectStore
+
+TOPIC_CACHE_TTL_S = 10.0
+
+if TYPE_CHECKING:
+    from objectlog.clients.http import HttpObjectLog
+
+
+@dataclass(frozen=True)
+class Offsets:
+    earliest: int
+    latest: int
+
+
+class ObjectLog:
+    """A connection to one objectlog deployment (a bucket, a table and a prefix)."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        store: ObjectStore | None = None,
+        metadata: DynamoMetadata | None = None,
+        clock: Clock | None = None,
+        s3_client: Any = None,
+        dynamodb_client: Any = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        session = None
+        if store is None or metadata is None:
+            session = aws.make_session(config)
+        self.store = store or S3ObjectStore(
+            s3_client or aws.s3_client(config, session), config.bucket
+        )
+        self.metadata = metadata or DynamoMetadata(
+            dynamodb_client or aws.dynamodb_client(config, session), config.table
+        )
+        self.index = IndexStore(
+            self.store, self.metadata, config.prefix, self.clock, config.delete_grace_ms
+        )
+        self.footers = Footers(self.store)
+        self._topics: dict[str, tuple[float, Topic]] = {}
+        self._topics_lock = threading.Lock()
+        self._range_reader: AsyncRangeReader | None = None
+        # Several slices are read concurrently through aioboto3; False reads them one by one
+        # through the boto3 client (whose botocore event hooks the fault tests use).
+        self.concurrent_reads = True
+        self._reader: Reader | None = None
+        self._groups: GroupCoordinator | None = None
+
+    @overload
+    @classmethod
+    def connect(cls, api_url: None = None, **overrides: Any) -> ObjectLog: ...
+
+    @overload
+    @classmethod
+    def connect(cls, api_url: str, **overrides: Any) -> HttpObjectLog: ...
+
+    @classmethod
+    def connect(cls, api_url: str | None = None, **overrides: Any) -> ObjectLog | HttpObjectLog:
+        """Connect using the environment (AWS_ENDPOINT_URL, OBJECTLOG_BUCKET, ...), or to the
+        HTTP API at api_url (SigV4-signed unless it is on loopback)."""
+        if api_url is not None:
+            from objectlog.clients.http import HttpObjectLog
+
+            return HttpObjectLog(api_url, **overrides)
+        return cls(Config.from_env(**overrides))
+
+    def ensure_resources(self) -> None:
+        """Create the bucket and table if missing (the embedded stack; Terraform on AWS)."""
+        if isinstance(self.store, S3ObjectStore):
+            self.store.ensure_bucket(self.config.region)
+        self.metadata.ensure_table()
+
+    def close(self) -> None:
+        if self._range_reader is not None:
+            self._range_reader.close()
+            self._range_reader = None
+
+    def __enter__(self) -> ObjectLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- topics ------------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int = 1, config: Mapping[str, object] | None = None
+    ) -> Topic:
+        topic = Topic(
+            name=validate_topic_name(name),
+            topic_id=new_ulid(self.clock),
+            partitions=validate_partition_count(partitions),
+            config=TopicConfig(validate_config(config)),
+            created_ms=self.clock.now_ms(),
+        )
+        self.metadata.put_new_topic(topic)
+        self.metadata.put_heads(topic, range(topic.partitions))
+        self.metadata.set_topic_state(topic.name, ACTIVE)
+        self.metadata.register(topic.name)
+        return topic
+
+    def list_topics(self) -> list[str]:
+        names = self.metadata.registered_names()
+        topics = self.metadata.get_topics(names)
+        return [name for name in names if name in topics and topics[name].state == ACTIVE]
+
+    def topic(self, name: str, *, fresh: bool = False) -> Topic:
+        """The topic's metadata, cached for a few seconds; TopicNotFound if absent."""
+        now = time.monotonic()
+        with self._topics_lock:
+            cached = self._topics.get(name)
+        if cached and not fresh and now - cached[0] < TOPIC_CACHE_TTL_S:
+            return cached[1]
+        topic = self.metadata.get_topic(validate_topic_name(name))
+        if topic is None or topic.state != ACTIVE:
+            self.forget_topic(name)
+            raise TopicNotFound(f"topic {name!r} does not exist", field="topic")
+        with self._topics_lock:
+            self._topics[name] = (now, topic)
+        return topic
+
+    def forget_topic(self, name: str) -> None:
+        with self._topics_lock:
+            self._topics.pop(name, None)
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        topic = self.topic(name, fresh=True)
+        heads = self.metadata.get_heads(name, range(topic.partitions))
+        partitions = [
+            PartitionInfo(
+                partition=p,
+                log_start_offset=heads[p].log_start_offset,
+                high_watermark=heads[p].next_offset,
+                segments=heads[p].segments,
+                bytes=heads[p].bytes,
+            )
+            for p in sorted(heads)
+        ]
+        return TopicDescription(topic, partitions)
+
+    def alter_topic_config(
+        self,
+        name: str,
+        set: Mapping[str, object] | None = None,
+        delete: Iterable[str] = (),
+    ) -> Topic:
+        """Set and/or reset (to the default) config keys, as Kafka's incremental alter does."""
+        self.topic(name, fresh=True)
+        to_set = validate_config(set)
+        to_delete = list(delete)
+        validate_config({key: _default_of(key) for key in to_delete})
+        self.metadata.update_topic_config(name, to_set, to_delete)
+        self.forget_topic(name)
+        return self.topic(name, fresh=True)
+
+    def add_partitions(self, name: str, total: int) -> Topic:
+        """Grow the topic to ``total`` partitions (Kafka cannot shrink a topic either)."""
+        topic = self.topic(name, fresh=True)
+        validate_partition_count(total)
+        if total <= topic.partitions:
+            raise InvalidRequest(
+                f"topic {name!r} has {topic.partitions} partitions; the new count must be larger",
+                field="partitions",
+            )
+        self.metadata.put_heads(topic, range(topic.partitions, total))
+        self.metadata.set_partition_count(name, topic.partitions, total)
+        self.forget_topic(name)
+        return self.topic(name, fresh=True)
+
+    def delete_topic(self, name: str) -> None:
+        """Delete the topic's metadata; its objects become garbage for the collector."""
+        topic = self.metadata.get_topic(validate_topic_name(name))
+        if topic is None:
+            raise TopicNotFound(f"topic {name!r} does not exist", field="topic")
+        self.metadata.set_topic_state(name, DELETING)
+        self.metadata.delete_heads(name, range(topic.partitions))
+        self.metadata.unregister(name)
+        self.metadata.delete_topic_item(name)
+        self.forget_topic(name)
+
+    # ---- produce -----------------------------------------------------------------------
+
+    def producer(self, **options: Any) -> Producer:
+        """A Kafka-shaped producer (linger_ms, batch_bytes, enable_idempotence, compression)."""
+        return Producer(self, **options)
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        """Consumer groups: join, heartbeat, commit, describe, reset offsets, delete."""
+        if self._groups is None:
+            self._groups = GroupCoordinator(self.metadata, self.clock, self.offset_for_time)
+        return self._groups
+
+    def consumer(self, **options: Any) -> Consumer:
+        """A Kafka-shaped consumer: group=, topics=, auto_offset_reset=, enable_auto_commit=."""
+        return Consumer(self, **options)
+
+    def new_appender(self, *, compression: str = "none") -> Appender:
+        if compression not in COMPRESSIONS:
+            raise InvalidRequest(
+                f"compression must be one of {', '.join(COMPRESSIONS)}", field="compression"
+            )
+        return Appender(
+            self.store,
+            self.metadata,
+            self.index,
+            self.config.prefix,
+            self.clock,
+            compression=compression,
+        )
+
+    # ---- fetch -------------------------------------------------------------------------
+
+    @property
+    def reader(self) -> Reader:
+        if self._reader is None:
+            self._reader = Reader(
+                self.metadata,
+                self.index,
+                self.config.prefix,
+                self._read_many,
+                lambda topic: self.topic(topic).partitions,
+                self.footers,
+            )
+        return self._reader
+
+    def _read_many(
+        self,
+        ranges: Sequence[tuple[str, int, int]],
+        then: Callable[[int, bytes], Any] | None = None,
+    ) -> list[Any]:
+        """Each range's bytes (or then(index, bytes)), or the ObjectLogError reading it raised."""
+        if isinstance(self.store, S3ObjectStore) and len(ranges) > 1 and self.concurrent_reads:
+            if self._range_reader is None:
+                self._range_reader = AsyncRangeReader(self.config)
+            return self._range_reader.read_many(ranges, then)
+        results = [self._read_one(*r) for r in ranges]
+        if then is None:
+            return results
+        return [r if isinstance(r, ObjectLogError) else then(i, r) for i, r in enumerate(results)]
+
+    def _read_one(self, key: str, start: int, length: int) -> Any:
+        try:
+            return self.store.get_range(key, start, length)
+        except ObjectLogError as e:
+            return e
+
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_records: int | None = None,
+        max_wait_ms: int = 0,
+    ) -> FetchResult:
+        """Records from offset on; at the high watermark, wait up to max_wait_ms for data."""
+        _check_fetch_args(partition, offset, max_bytes, max_records, max_wait_ms)
+        self.topic(topic)
+        request = FetchRequest(topic, partition, offset, max_bytes, max_records)
+        return self.reader.fetch(request, max_wait_ms)
+
+    def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:
+        """Fetch many partitions at once: one BatchGetItem, then concurrent ranged GETs."""
+        for request in requests:
+            _check_fetch_args(
+                request.partition, request.offset, request.max_bytes, request.max_records, 0
+            )
+        heads = {}
+        by_topic: dict[str, list[int]] = {}
+        for request in requests:
+            by_topic.setdefault(request.topic, []).append(request.partition)
+        for topic, partitions in by_topic.items():
+            for partition, head in self.metadata.get_heads(topic, partitions).items():
+                heads[(topic, partition)] = head
+        return self.reader.fetch_many(requests, heads)
+
+    def offsets(self, topic: str, partition: int) -> Offsets:
+        head = self.reader.head(topic, partition)
+        return Offsets(earliest=head.log_start_offset, latest=head.next_offset)
+
+    def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
+        """The first offset whose timestamp is >= timestamp_ms, or None if there is none."""
+        head = self.reader.head(topic, partition)
+        for placed in self.index.placed_refs(head, head.log_start_offset):
+            if placed.ref.max_timestamp < timestamp_ms:
+                continue
+            result = self.reader.fetch_many(
+                [
+                    FetchRequest(
+                        topic,
+                        partition,
+                        max(placed.base_offset, head.log_start_offset),
+                        placed.ref.length + 1,
+                    )
+                ],
+                heads={(topic, partition): head},
+            )[0]
+            for record in result.records:
+                if record.timestamp >= timestamp_ms:
+                    return record.offset
+        return None
+
+
+def _default_of(key: str) -> str:
+    from objectlog.format.topics import DEFAULTS
+
+    return DEFAULTS.get(key, "")
+
+
+def _check_fetch_args(
+    partition: int, offset: int, max_bytes: int, max_records: int | None, max_wait_ms: int
+) -> None:
+    for name, value in (("partition", partition), ("offset", offset), ("max_wait_ms", max_wait_ms)):
+        if type(value) is not int or value < 0:
+            raise InvalidRequest(
+                f"{name} must be a non-negative integer, got {value!r}", field=name
+            )
+    if type(max_bytes) is not int or max_bytes <= 0:
+        raise InvalidRequest(
+            f"max_bytes must be a positive integer, got {max_bytes!r}", field="max_bytes"
+        )
+    if max_records is not None and (type(max_records) is not int or max_records <= 0):
+        raise InvalidRequest(
+            f"max_records must be a positive integer, got {max_records!r}", field="max_records"
+        )
+
+
+__all__ = ["ObjectLog", "Offsets", "decode_parquet"]

@@ -1,0 +1,626 @@
+"""The producer: Kafka-shaped send() into batches; one L0 object per flush.
+
+send() only checks its arguments and queues the record (so its cost per record stays close to
+a C client's); a sender thread flushes when ``batch_bytes`` are queued or ``linger_ms`` has
+passed: it resolves partitions (Kafka's murmur2 for keys, sticky for null keys), builds one
+slice per partition and hands them to the Appender, which writes one object and commits each
+partition. Idempotence is on by default (as in Kafka 3.0+): each partition gets the next
+sequence of this producer's id, so a commit that is retried never lands twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from objectlog.errors import (
+    InvalidRequest,
+    ObjectLogError,
+    ProducerClosed,
+    RecordTooLarge,
+    StorageUnavailable,
+    UnknownOutcome,
+    UnknownPartition,
+)
+from objectlog.format.partitioner import (
+    StickyPartitioner,
+    partition_for_key,
+    partitions_for_key_array,
+)
+from objectlog.format.records import HeadersInput, RecordMetadata, normalize_headers
+from objectlog.format.segment import HEADER_TYPE, slice_table
+from objectlog.format.topics import LOG_APPEND_TIME, Topic, validate_topic_name
+from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch
+
+
+class BatchAppender(Protocol):
+    """Writes flushes: the S3/DynamoDB Appender, or the HTTP API's."""
+
+    stats: AppendStats
+
+    def append(
+        self, batches: Sequence[PartitionBatch], producer_id: str | None
+    ) -> list[AppendOutcome]: ...
+
+    def last_sequence(self, topic: str, partition: int, producer_id: str) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class ProducerHost(Protocol):
+    """What a Producer needs from its log: direct (ObjectLog) or over HTTP (HttpObjectLog)."""
+
+    def topic(self, name: str, *, fresh: bool = False) -> Topic: ...
+
+    def forget_topic(self, name: str) -> None: ...
+
+    def new_appender(self, *, compression: str = "none") -> BatchAppender: ...
+
+
+logger = logging.getLogger(__name__)
+RECORD_OVERHEAD = 64  # bytes a record costs beyond key and value, for batch accounting
+
+
+def new_producer_id() -> str:
+    return secrets.token_hex(5)
+
+
+class RecordFuture:
+    """The outcome of one send(): result() blocks until the record is acknowledged.
+
+    It holds only its delivery and position (send() creates one per record, so it stays
+    small); the sender writes outcomes into the delivery.
+    """
+
+    __slots__ = ("_delivery", "_position")
+
+    def __init__(self, delivery: _Delivery, position: int) -> None:
+        self._delivery = delivery
+        self._position = position
+
+    def done(self) -> bool:
+        return self._delivery.event.is_set()
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        delivery = self._delivery
+        if not delivery.event.wait(timeout):
+            raise TimeoutError("record not acknowledged within the timeout")
+        error = delivery.errors.get(self._position)
+        if error is not None:
+            raise error
+        return delivery.metadata[self._position]
+
+    get = result  # kafka-python's name
+
+    def exception(self, timeout: float | None = None) -> ObjectLogError | None:
+        self._delivery.event.wait(timeout)
+        return self._delivery.errors.get(self._position)
+
+    def add_done_callback(self, callback: Callable[[RecordFuture], Any]) -> None:
+        delivery = self._delivery
+        with delivery.lock:
+            if not delivery.event.is_set():
+                delivery.callbacks.append((self, callback))
+                return
+        callback(self)
+
+
+@dataclass
+class _Delivery:
+    """Records queued between two flushes; one event wakes all their futures."""
+
+    records: list[tuple[Any, ...]] = field(default_factory=list)
+    bytes: int = 0
+    # send() takes its slow path when bytes would pass this: -1 until the first record.
+    limit: int = -1
+    metadata: list[RecordMetadata] = field(default_factory=list)
+    errors: dict[int, ObjectLogError] = field(default_factory=dict)
+    callbacks: list[tuple[RecordFuture, Callable[[RecordFuture], Any]]] = field(
+        default_factory=list
+    )
+    first_at: float = 0.0
+    event: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Where a columnar batch landed: per input row, its partition and offset."""
+
+    topic: str
+    partitions: np.ndarray
+    offsets: np.ndarray
+
+
+class Producer:
+    def __init__(
+        self,
+        log: ProducerHost,
+        *,
+        linger_ms: int = 5,
+        batch_bytes: int = 1 << 20,
+        enable_idempotence: bool = True,
+        compression: str = "none",
+        buffer_memory: int = 64 << 20,
+        max_block_ms: int = 60_000,
+    ) -> None:
+        if batch_bytes <= 0 or linger_ms < 0:
+            raise InvalidRequest("batch_bytes must be positive and linger_ms not negative")
+        self.log = log
+        self.linger_s = linger_ms / 1000
+        self.batch_bytes = batch_bytes
+        self.buffer_memory = max(buffer_memory, batch_bytes)
+        self.max_block_s = max_block_ms / 1000
+        self.producer_id = new_producer_id() if enable_idempotence else None
+        self.appender = log.new_appender(compression=compression)
+        self.sticky = StickyPartitioner()
+        self._sequences: dict[tuple[str, int], int] = {}
+        self._resync: set[tuple[str, int]] = set()
+        self._lock = threading.Lock()
+        self._commit_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._drained = threading.Condition(self._lock)
+        self._delivery = _Delivery()
+        self._ready: deque[_Delivery] = deque()  # full deliveries, oldest first
+        self._sending: _Delivery | None = None  # the last one the sender took
+        self._flush_now = False
+        self._closed = False
+        self._known_topics: set[str] = set()
+        self._sender = threading.Thread(target=self._run, name="objectlog-sender", daemon=True)
+        self._sender.start()
+
+    # ---- the Kafka-shaped API ----------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        headers: HeadersInput = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> RecordFuture:
+        """Queue a record; the future resolves to its RecordMetadata once committed."""
+        return RecordFuture(*self._enqueue(topic, value, key, headers, partition, timestamp_ms))
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        headers: HeadersInput = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        on_delivery: Callable[[ObjectLogError | None, RecordMetadata | None], Any] | None = None,
+    ) -> None:
+        """Queue a record without a future, as confluent-kafka's produce(): the outcome goes to
+        ``on_delivery(error, metadata)`` (from the sender thread) if given."""
+        delivery, position = self._enqueue(topic, value, key, headers, partition, timestamp_ms)
+        if on_delivery is not None:
+            RecordFuture(delivery, position).add_done_callback(
+                lambda future: on_delivery(future.exception(), _metadata_or_none(future))
+            )
+
+    def _enqueue(
+        self,
+        topic: str,
+        value: bytes | str | None,
+        key: bytes | str | None,
+        headers: HeadersInput,
+        partition: int | None,
+        timestamp_ms: int | None,
+    ) -> tuple[_Delivery, int]:
+        if topic not in self._known_topics:
+            self._known_topics.add(validate_topic_name(topic))
+        if type(value) is not bytes and value is not None:
+            value = _as_bytes(value, "value")
+        if type(key) is not bytes and key is not None:
+            key = _as_bytes(key, "key")
+        if headers:
+            headers = normalize_headers(headers)
+        if partition is not None and (type(partition) is not int or partition < 0):
+            raise InvalidRequest("partition must be a non-negative int", field="partition")
+        if timestamp_ms is None:
+            timestamp_ms = time.time_ns() // 1_000_000
+        elif type(timestamp_ms) is not int or timestamp_ms < 0:
+            raise InvalidRequest("timestamp_ms must be a non-negative int", field="timestamp")
+        size = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
+        with self._lock:
+            delivery = self._delivery
+            if delivery.bytes + size > delivery.limit:
+                delivery = self._admit(size)  # first record, full batch, or closed
+            records = delivery.records
+            position = len(records)
+            records.append((topic, partition, key, value, headers or None, timestamp_ms, position))
+            delivery.bytes += size
+        return delivery, position
+
+    def _admit(self, size: int) -> _Delivery:
+        """The rare cases of send(), under the lock: closed, a first record, a full batch.
+
+        A full batch is queued and replaced before waiting for buffer room, so senders on other
+        threads (which run while this one waits) never queue the same batch twice.
+        """
+        while True:
+            if self._closed:
+                raise ProducerClosed("the producer is closed")
+            delivery = self._delivery
+            if not delivery.records:
+                delivery.limit = self.batch_bytes
+                delivery.first_at = time.monotonic()
+                self._wake.set()
+                return delivery
+            if delivery.bytes + size <= delivery.limit:
+                return delivery  # another thread made room while we waited
+            self._ready.append(delivery)
+            self._delivery = _Delivery()
+            self._wake.set()
+            self._wait_for_room(size)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued and wait until it is acknowledged (or failed)."""
+        with self._lock:
+            if self._delivery.records:
+                delivery = self._delivery  # the sender takes full ones first, then this
+                self._flush_now = True
+            elif self._ready:
+                delivery = self._ready[-1]
+            elif self._sending is not None:
+                delivery = self._sending  # taken by the sender: maybe still being written
+            else:
+                return
+        self._wake.set()
+        if not delivery.event.wait(timeout):
+            raise TimeoutError("flush did not complete within the timeout")
+
+    def close(self, timeout: float | None = None) -> None:
+        if self._closed:
+            return
+        self.flush(timeout)
+        with self._lock:
+            self._closed = True
+            self._delivery.limit = -1
+        self._wake.set()
+        self._sender.join(timeout)
+        self.appender.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def stats(self) -> Any:
+        return self.appender.stats
+
+    # ---- the columnar path -------------------------------------------------------------
+
+    def send_table(self, topic: str, table: pa.Table, partition: int | None = None) -> BatchResult:
+        """Produce a pyarrow Table of records synchronously, without Python objects per row.
+
+        Columns: ``value`` (binary, required); ``key``, ``partition``, ``timestamp`` (int64 ms
+        or timestamp), ``headers`` (list<struct<key string, value binary>>) optional.
+        """
+        info = self.log.topic(topic)
+        columns = _batch_columns(table)
+        count = table.num_rows
+        partitions = self._table_partitions(info, columns, count, partition)
+        order = np.argsort(partitions, kind="stable")
+        sorted_partitions = partitions[order]
+        bounds = np.flatnonzero(np.diff(sorted_partitions)) + 1
+        groups = np.split(order, bounds)
+        now = time.time_ns() // 1_000_000
+        timestamps = columns.get("timestamp")
+        batches = []
+        for indexes in groups:
+            if not len(indexes):
+                continue
+            take = pa.array(indexes)
+            part = int(partitions[indexes[0]])
+            ts = (
+                pa.array(np.full(len(indexes), now, dtype=np.int64))
+                if timestamps is None
+                or info.config.get("message.timestamp.type") == LOG_APPEND_TIME
+                else timestamps.take(take)
+            )
+            batches.append(
+                PartitionBatch(
+                    info,
+                    part,
+                    slice_table(
+                        topic,
+                        part,
+                        columns["key"].take(take),
+                        columns["value"].take(take),
+                        ts,
+                        info.config.timestamp_type,
+                        columns["headers"].take(take) if "headers" in columns else None,
+                    ),
+                )
+            )
+        self._check_sizes(info, columns["key"], columns["value"])
+        outcomes = self._append(batches)
+        offsets = np.empty(count, dtype=np.int64)
+        for outcome, indexes in zip(outcomes, [g for g in groups if len(g)], strict=True):
+            if outcome.error is not None:
+                raise outcome.error
+            assert outcome.base_offset is not None
+            offsets[indexes] = outcome.base_offset + np.arange(len(indexes))
+        return BatchResult(topic, partitions, offsets)
+
+    def _table_partitions(
+        self, info: Topic, columns: dict[str, pa.Array], count: int, partition: int | None
+    ) -> np.ndarray:
+        if partition is not None:
+            _check_partition(info, partition)
+            return np.full(count, partition, dtype=np.int64)
+        if "partition" in columns:
+            parts = columns["partition"].to_numpy(zero_copy_only=False).astype(np.int64)
+            if count and (parts.min() < 0 or parts.max() >= info.partitions):
+                raise UnknownPartition(
+                    f"partition column has values outside 0..{info.partitions - 1}",
+                    field="partition",
+                )
+            return parts
+        keys = columns["key"]
+        if keys.null_count == count:
+            return np.full(count, self.sticky.partition(info.name, info.partitions), dtype=np.int64)
+        result = partitions_for_key_array(keys, info.partitions)
+        if keys.null_count:
+            result[result < 0] = self.sticky.partition(info.name, info.partitions)
+        return result
+
+    @staticmethod
+    def _check_sizes(info: Topic, keys: pa.Array, values: pa.Array) -> None:
+        sizes = pc.add(
+            pc.fill_null(pc.binary_length(keys), 0), pc.fill_null(pc.binary_length(values), 0)
+        )
+        largest = pc.max(sizes).as_py() if len(sizes) else 0
+        if largest and largest > info.config.max_message_bytes:
+            raise RecordTooLarge(
+                f"a record of {largest} bytes exceeds max.message.bytes "
+                f"({info.config.max_message_bytes}) of topic {info.name!r}",
+                field="value",
+            )
+
+    # ---- the sender thread -------------------------------------------------------------
+
+    def _wait_for_room(self, size: int) -> None:
+        deadline = time.monotonic() + self.max_block_s
+        self._wake.set()
+        while self._ready and sum(d.bytes for d in self._ready) + size > self.buffer_memory:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StorageUnavailable(
+                    f"buffer_memory ({self.buffer_memory} bytes) stayed full for max_block_ms"
+                )
+            self._drained.wait(remaining)
+
+    def _run(self) -> None:
+        while True:
+            delivery = self._next_delivery()
+            if delivery is None:
+                return
+            delivery.metadata = [None] * len(delivery.records)  # type: ignore[list-item]
+            try:
+                self._deliver(delivery)
+            except Exception as e:  # never let the sender die silently
+                logger.exception("producer sender failed")
+                error = (
+                    e if isinstance(e, ObjectLogError) else UnknownOutcome(f"sender failed: {e}")
+                )
+                for position in range(len(delivery.records)):
+                    delivery.errors[position] = error
+            finally:
+                self._settle_delivery(delivery)
+
+    def _next_delivery(self) -> _Delivery | None:
+        while True:
+            with self._lock:
+                if self._ready:
+                    delivery = self._sending = self._ready.popleft()
+                    return delivery
+                delivery = self._delivery
+                if delivery.records:
+                    waited = time.monotonic() - delivery.first_at
+                    if (
+                        self._flush_now
+                        or self._closed
+                        or delivery.bytes >= self.batch_bytes
+                        or waited >= self.linger_s
+                    ):
+                        self._delivery = _Delivery()
+                        self._flush_now = False
+                        self._sending = delivery
+                        return delivery
+                    timeout: float | None = self.linger_s - waited
+                elif self._closed:
+                    return None
+                else:
+                    timeout = None
+                self._wake.clear()
+            self._wake.wait(timeout)
+
+    def _settle_delivery(self, delivery: _Delivery) -> None:
+        with self._lock:
+            self._drained.notify_all()
+        with delivery.lock:
+            delivery.event.set()
+        with self._lock:
+            if self._sending is delivery:
+                self._sending = None  # settled: flush() has nothing to wait for
+        for future, callback in delivery.callbacks:
+            try:
+                callback(future)
+            except Exception:
+                logger.exception("a send() callback raised")
+
+    def _deliver(self, delivery: _Delivery) -> None:
+        groups: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        topics: dict[str, Topic] = {}
+        for record in delivery.records:
+            topic_name = record[0]
+            try:
+                info = topics.get(topic_name) or self.log.topic(topic_name)
+                topics[topic_name] = info
+                partition = self._partition_of(info, record)
+                _check_record_size(info, record)
+            except ObjectLogError as e:
+                delivery.errors[record[-1]] = e
+                continue
+            groups.setdefault((topic_name, partition), []).append(record)
+        self.sticky.next_batch()
+        batches = [self._batch(topics[t], p, records) for (t, p), records in groups.items()]
+        outcomes = self._append(batches)
+        for outcome, records in zip(outcomes, groups.values(), strict=True):
+            self._settle_records(delivery, outcome, records)
+
+    def _partition_of(self, info: Topic, record: tuple[Any, ...]) -> int:
+        partition, key = record[1], record[2]
+        if partition is not None:
+            _check_partition(info, partition)
+            return int(partition)
+        if key is not None:
+            return partition_for_key(key, info.partitions)
+        return self.sticky.partition(info.name, info.partitions)
+
+    @staticmethod
+    def _batch(info: Topic, partition: int, records: list[tuple[Any, ...]]) -> PartitionBatch:
+        log_append = info.config.get("message.timestamp.type") == LOG_APPEND_TIME
+        now = time.time_ns() // 1_000_000
+        headers = [[{"key": k, "value": v} for k, v in r[4]] if r[4] else [] for r in records]
+        return PartitionBatch(
+            info,
+            partition,
+            slice_table(
+                info.name,
+                partition,
+                [r[2] for r in records],
+                [r[3] for r in records],
+                [now if log_append else r[5] for r in records],
+                info.config.timestamp_type,
+                headers if any(headers) else None,
+            ),
+        )
+
+    def _append(self, batches: list[PartitionBatch]) -> list[AppendOutcome]:
+        """Assign sequences and append; sequences are serialized across both send paths."""
+        with self._commit_lock:
+            for batch in batches:
+                batch.sequence = self._sequence_for(batch)
+            try:
+                outcomes = self.appender.append(batches, self.producer_id)
+            except Exception:
+                # Some partitions may have committed before this: their outcome is unknown.
+                self._resync.update((b.topic.name, b.partition) for b in batches)
+                raise
+            for outcome in outcomes:
+                key = (outcome.batch.topic.name, outcome.batch.partition)
+                if outcome.error is None:
+                    self._sequences[key] = outcome.batch.sequence + 1
+                elif isinstance(outcome.error, UnknownOutcome):
+                    self._resync.add(key)  # it may have landed: ask the head next time
+                if (
+                    isinstance(outcome.error, ObjectLogError)
+                    and outcome.error.kind.name == "NOT_FOUND"
+                ):
+                    self.log.forget_topic(key[0])
+            return outcomes
+
+    def _sequence_for(self, batch: PartitionBatch) -> int:
+        key = (batch.topic.name, batch.partition)
+        if key in self._resync and self.producer_id is not None:
+            last = self.appender.last_sequence(*key, self.producer_id)
+            self._sequences[key] = last + 1 if last is not None else self._sequences.get(key, 0)
+            self._resync.discard(key)
+        return self._sequences.get(key, 0)
+
+    @staticmethod
+    def _settle_records(
+        delivery: _Delivery, outcome: AppendOutcome, records: list[tuple[Any, ...]]
+    ) -> None:
+        """Write each record's outcome at its position (the last field of its tuple)."""
+        if outcome.error is not None:
+            for record in records:
+                delivery.errors[record[-1]] = outcome.error
+            return
+        assert outcome.base_offset is not None
+        batch = outcome.batch
+        topic, partition, base = batch.topic.name, batch.partition, outcome.base_offset
+        timestamps = batch.table.column("timestamp").cast(pa.int64()).to_pylist()
+        metadata = delivery.metadata
+        for index, record in enumerate(records):
+            metadata[record[-1]] = RecordMetadata(topic, partition, base + index, timestamps[index])
+
+
+def _metadata_or_none(future: RecordFuture) -> RecordMetadata | None:
+    return None if future.exception() is not None else future.result()
+
+
+def _as_bytes(value: object, field: str) -> bytes:
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise InvalidRequest(
+        f"{field} must be bytes, str or None, not {type(value).__name__}", field=field
+    )
+
+
+def _check_partition(info: Topic, partition: int) -> None:
+    if not 0 <= partition < info.partitions:
+        raise UnknownPartition(
+            f"topic {info.name!r} has {info.partitions} partitions; "
+            f"there is no partition {partition}",
+            field="partition",
+        )
+
+
+def _check_record_size(info: Topic, record: tuple[Any, ...]) -> None:
+    key, value, headers = record[2], record[3], record[4]
+    size = (len(key) if key else 0) + (len(value) if value else 0)
+    if headers:
+        size += sum(len(k) + len(v or b"") for k, v in headers)
+    if size > info.config.max_message_bytes:
+        raise RecordTooLarge(
+            f"a record of {size} bytes exceeds max.message.bytes ({info.config.max_message_bytes}) "
+            f"of topic {info.name!r}",
+            field="value",
+        )
+
+
+def _batch_columns(table: pa.Table) -> dict[str, pa.Array]:
+    if "value" not in table.column_names:
+        raise InvalidRequest("a record batch needs a 'value' column", field="value")
+    columns: dict[str, pa.Array] = {}
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        if name in ("key", "value"):
+            column = column.cast(pa.binary())
+        elif name == "timestamp":
+            column = (
+                column.cast(pa.int64())
+                if pa.types.is_integer(column.type)
+                else column.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())
+            )
+        elif name == "headers":
+            column = column.cast(HEADER_TYPE)
+        elif name == "partition":
+            column = column.cast(pa.int64())
+        else:
+            raise InvalidRequest(f"unknown column {name!r} in record batch", field=name)
+        columns[name] = column
+    if "key" not in columns:
+        columns["key"] = pa.nulls(table.num_rows, pa.binary())
+    return columns

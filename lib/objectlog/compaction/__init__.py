@@ -1,0 +1,1 @@
+"""Compaction, retention and garbage collection, and the compact function's entry point."""

@@ -1,0 +1,460 @@
+"""Compaction and retention of one partition, under its compactor lease (DESIGN.md section 7).
+
+The vocabulary (as SlateDB's): the **planner** looks at the partition's index and proposes a
+``CompactionPlan`` (where the log now starts, which refs to rewrite); the **executor** reads
+those refs, applies key compaction, and writes L1 files; the **commit** swaps the index with
+one conditional UpdateItem on the head. Steps:
+
+1. Take the lease ``compact#<topic>#<partition>`` and stamp its epoch on the head (``ce``);
+   spill the tail so all but its newest refs sit in manifests. Only manifest refs are
+   compacted: producers append to the tail all the time, and a swap that leaves the tail
+   alone never races them.
+2. Retention (``retention.ms``, ``retention.bytes``) drops whole segments from the start and
+   advances ``log_start_offset``.
+3. Merge: runs of L0 refs become L1 files of about ``target_file_bytes`` with row groups of
+   about ``row_group_bytes``. With ``cleanup.policy=compact``, the whole cleanable range
+   (from the log start to the first ref newer than ``min.compaction.lag.ms``) is rewritten
+   keeping the latest record of each key, and tombstones older than ``delete.retention.ms``
+   are dropped. Offsets never change: an L1 row group's ref spans the offsets up to the next
+   one's first, so the gaps compaction leaves are covered.
+4. Write the new manifests and manifest list (the replaced objects listed as retired), then one
+   UpdateItem on the head: ``ml``, ``lso``, ``ie + 1``, conditional on the head's ``ie`` and
+   ``tid`` as read, on ``ce`` being this compactor's epoch (a compactor whose lease was taken
+   over cannot swap) and on the GC horizon being older than the new objects. Never on
+   ``next_offset``: producers move it constantly, and a busy partition must not starve the
+   compactor.
+
+Work per run is bounded by ``max_bytes_per_run`` of input; the next run resumes where this
+one stopped (what was merged is L1 now and is skipped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from objectlog.clock import Clock, new_ulid
+from objectlog.format.index import (
+    LEVEL_L0,
+    LEVEL_L1,
+    Manifest,
+    ManifestEntry,
+    PlacedRef,
+    SegmentRef,
+)
+from objectlog.format.l1 import decode_ref, encode_l1
+from objectlog.format.layout import l1_key, object_key
+from objectlog.format.topics import Topic
+from objectlog.services.footers import Footers
+from objectlog.services.index import MANIFEST_MAX_REFS, TAIL_KEEP, IndexStore
+from objectlog.services.leases import Lease, Leases
+from objectlog.stores.metadata import DynamoMetadata, PartitionHead
+from objectlog.stores.objects import ObjectStore
+
+MIB = 1 << 20
+SWAP_ATTEMPTS = 3
+READ_CONCURRENCY = 16  # ranged GETs in flight while reading the refs to rewrite
+TS_MS = pa.timestamp("ms", tz="UTC")
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    target_file_bytes: int = 64 * MIB
+    row_group_bytes: int = 2 * MIB
+    max_bytes_per_run: int = 256 * MIB
+    lease_ttl_ms: int = 5 * 60_000
+    compression: str = "zstd"
+
+
+@dataclass
+class PartitionReport:
+    """What one partition's run did (or, in a dry run, would do)."""
+
+    topic: str
+    partition: int
+    skipped: str | None = None  # why nothing was done: "leased", "idle", "lost race"
+    log_start_before: int = 0
+    log_start_after: int = 0
+    refs_in: int = 0  # refs replaced: dropped by retention or rewritten
+    bytes_in: int = 0  # bytes read to rewrite
+    bytes_out: int = 0
+    records_in: int = 0
+    records_out: int = 0
+    files_written: int = 0
+    retired: list[str] = field(default_factory=list)
+    refused_swaps: int = 0  # swaps whose condition failed: the index moved, or we were fenced
+
+    @property
+    def write_amplification(self) -> float:
+        return self.bytes_out / self.bytes_in if self.bytes_in else 0.0
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """The planner's proposal: a new log start, and the refs to rewrite (consecutive)."""
+
+    log_start: int
+    dropped: tuple[PlacedRef, ...]  # removed by retention
+    rewrite: tuple[PlacedRef, ...]
+    compact_keys: bool
+
+    @property
+    def empty(self) -> bool:
+        return not self.dropped and not self.rewrite
+
+
+def plan(
+    topic: Topic,
+    head: PartitionHead,
+    refs: Sequence[PlacedRef],
+    now_ms: int,
+    settings: CompactionSettings,
+) -> CompactionPlan:
+    """Propose retention and merging over refs: the head's manifest refs, in offset order."""
+    config = topic.config
+    kept = list(refs)
+    dropped: list[PlacedRef] = []
+    if config.retention_ms >= 0:
+        while kept and kept[0].ref.max_timestamp < now_ms - config.retention_ms:
+            dropped.append(kept.pop(0))
+    if config.retention_bytes >= 0:
+        total = sum(p.ref.length for p in kept) + sum(r.length for r in head.tail)
+        while kept and total - kept[0].ref.length >= config.retention_bytes:
+            total -= kept[0].ref.length
+            dropped.append(kept.pop(0))
+    if "delete" not in config.get("cleanup.policy").split(","):
+        dropped, kept = [], list(refs)
+    log_start = max(head.log_start_offset, dropped[-1].end_offset if dropped else 0)
+    if config.compacted:
+        lag = int(config.get("min.compaction.lag.ms"))
+        cleanable = _prefix(kept, lambda p: p.ref.max_timestamp <= now_ms - lag)
+        return CompactionPlan(
+            log_start, tuple(dropped), tuple(_key_compaction_range(cleanable, settings)), True
+        )
+    return CompactionPlan(log_start, tuple(dropped), tuple(_first_l0_run(kept, settings)), False)
+
+
+def _key_compaction_range(
+    cleanable: Sequence[PlacedRef], settings: CompactionSettings
+) -> list[PlacedRef]:
+    """What a compacted topic's run rewrites: nothing without new (L0) data; the whole
+    cleanable range when it fits the budget (older values of every key are dropped); else a
+    budget's worth from the first L0 ref on (the latest value of each key is still kept, and
+    the next run continues after it; older duplicates in earlier files stay until the
+    partition fits a run)."""
+    first_l0 = next((i for i, p in enumerate(cleanable) if p.ref.level == LEVEL_L0), None)
+    if first_l0 is None:
+        return []
+    if sum(p.ref.length for p in cleanable) <= settings.max_bytes_per_run:
+        return list(cleanable)
+    return _within_budget(cleanable[first_l0:], settings.max_bytes_per_run)
+
+
+def _prefix(refs: Sequence[PlacedRef], keep: Callable[[PlacedRef], bool]) -> list[PlacedRef]:
+    out = []
+    for placed in refs:
+        if not keep(placed):
+            break
+        out.append(placed)
+    return out
+
+
+def _within_budget(refs: Sequence[PlacedRef], budget: int) -> list[PlacedRef]:
+    out: list[PlacedRef] = []
+    total = 0
+    for placed in refs:
+        if out and total + placed.ref.length > budget:
+            break
+        out.append(placed)
+        total += placed.ref.length
+    return out
+
+
+def _first_l0_run(refs: Sequence[PlacedRef], settings: CompactionSettings) -> list[PlacedRef]:
+    """The first run of consecutive L0 refs (what is L1 already stays), within the budget."""
+    start = next((i for i, p in enumerate(refs) if p.ref.level == LEVEL_L0), len(refs))
+    run = _prefix(refs[start:], lambda p: p.ref.level == LEVEL_L0)
+    return _within_budget(run, settings.max_bytes_per_run)
+
+
+class Compactor:
+    """Runs plans against one log's storage; ``compact_partition`` is one partition's run."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        metadata: DynamoMetadata,
+        index: IndexStore,
+        footers: Footers,
+        prefix: str,
+        clock: Clock,
+        settings: CompactionSettings | None = None,
+        owner: str = "compactor",
+    ) -> None:
+        self.store = store
+        self.metadata = metadata
+        self.index = index
+        self.footers = footers
+        self.prefix = prefix
+        self.clock = clock
+        self.settings = settings or CompactionSettings()
+        self.leases = Leases(metadata, clock)
+        self.owner = owner
+
+    def compact_partition(
+        self, topic: Topic, partition: int, *, dry_run: bool = False
+    ) -> PartitionReport:
+        report = PartitionReport(topic.name, partition)
+        name = f"compact#{topic.name}#{partition}"
+        lease = (
+            None if dry_run else self.leases.acquire(name, self.owner, self.settings.lease_ttl_ms)
+        )
+        if not dry_run and lease is None:
+            report.skipped = "leased"
+            return report
+        try:
+            if lease is not None and not self.metadata.stamp_compactor_epoch(
+                topic.name, partition, lease.epoch
+            ):
+                report.skipped = "fenced"
+                return report
+            for refused in range(SWAP_ATTEMPTS):
+                attempt = PartitionReport(topic.name, partition)  # counts of this try only
+                if self._attempt(topic, partition, lease, attempt, dry_run):
+                    attempt.refused_swaps = refused
+                    return attempt
+            report.skipped = "lost race"
+            report.refused_swaps = SWAP_ATTEMPTS
+            return report
+        finally:
+            if lease is not None:
+                self.leases.release(lease)
+
+    # ---- one attempt -------------------------------------------------------------------
+
+    def _attempt(
+        self,
+        topic: Topic,
+        partition: int,
+        lease: Lease | None,
+        report: PartitionReport,
+        dry_run: bool,
+    ) -> bool:
+        """Plan, execute and commit once; False if the index changed under us (retry)."""
+        head = self._spilled_head(topic, partition, dry_run)
+        if head is None or head.topic_id != topic.topic_id:
+            report.skipped = "gone"
+            return True
+        refs = self._manifest_refs(head, as_if_spilled=dry_run)
+        proposal = plan(topic, head, refs, self.clock.now_ms(), self.settings)
+        report.log_start_before = head.log_start_offset
+        report.log_start_after = proposal.log_start
+        if proposal.empty:
+            report.skipped = "idle"
+            return True
+        if dry_run:
+            self._describe(proposal, report)
+            return True
+        created = self.clock.now_ms()
+        new_refs = self._execute(topic, head, proposal, report)
+        return self._commit(head, refs, proposal, new_refs, lease, created, report)
+
+    def _spilled_head(self, topic: Topic, partition: int, dry_run: bool) -> PartitionHead | None:
+        head = self.metadata.get_head(topic.name, partition)
+        if head is not None and len(head.tail) > TAIL_KEEP and not dry_run:
+            self.index.spill(head)  # losing the race is fine: someone else spilled
+            head = self.metadata.get_head(topic.name, partition)
+        return head
+
+    def _manifest_refs(self, head: PartitionHead, *, as_if_spilled: bool) -> list[PlacedRef]:
+        """The refs a swap may replace: those in manifests (a dry run, which does not spill,
+        counts the tail refs a spill would move too)."""
+        end = head.tail_base
+        if as_if_spilled and len(head.tail) > TAIL_KEEP:
+            end += sum(ref.span for ref in head.tail[: len(head.tail) - TAIL_KEEP])
+        return [
+            placed
+            for placed in self.index.placed_refs(head, head.log_start_offset)
+            if placed.end_offset <= end
+        ]
+
+    def _describe(self, proposal: CompactionPlan, report: PartitionReport) -> None:
+        replaced = proposal.dropped + proposal.rewrite
+        report.refs_in = len(replaced)
+        report.bytes_in = sum(p.ref.length for p in proposal.rewrite)
+        report.retired = sorted({self._key(p.ref) for p in replaced})
+
+    # ---- the executor ------------------------------------------------------------------
+
+    def _execute(
+        self, topic: Topic, head: PartitionHead, proposal: CompactionPlan, report: PartitionReport
+    ) -> list[SegmentRef]:
+        """Read the refs to rewrite, compact keys if asked, write L1 files; their refs."""
+        rewrite = proposal.rewrite
+        if not rewrite:
+            report.refs_in += len(proposal.dropped)
+            return []
+        with ThreadPoolExecutor(READ_CONCURRENCY, thread_name_prefix="objectlog-compact") as pool:
+            table = pa.concat_tables(pool.map(self._read, rewrite))
+        report.refs_in += len(rewrite) + len(proposal.dropped)
+        report.bytes_in += sum(p.ref.length for p in rewrite)
+        report.records_in += table.num_rows
+        if proposal.compact_keys:
+            table = compact_keys(table, self.clock.now_ms(), topic)
+        report.records_out += table.num_rows
+        start, end = rewrite[0].base_offset, rewrite[-1].end_offset
+        refs: list[SegmentRef] = []
+        for piece_start, piece_end, piece in self._files(table, start, end):
+            refs += self._write_file(topic, head.partition, piece, piece_start, piece_end, report)
+        return refs
+
+    def _read(self, placed: PlacedRef) -> pa.Table:
+        ref = placed.ref
+        data = self.store.get_range(self._key(ref), ref.start, ref.length)
+        return decode_ref(placed, data, self.footers, self.prefix)
+
+    def _files(self, table: pa.Table, start: int, end: int) -> Iterator[tuple[int, int, pa.Table]]:
+        """Cut table into files of about target_file_bytes: (first offset, end, rows)."""
+        rows = table.num_rows
+        per_file = max(1, int(self.settings.target_file_bytes * rows / max(1, table.nbytes)))
+        offsets = table.column("offset")
+        boundaries = [start] + [offsets[i].as_py() for i in range(per_file, rows, per_file)]
+        for i, first in enumerate(boundaries):
+            last = boundaries[i + 1] if i + 1 < len(boundaries) else end
+            yield first, last, table.slice(i * per_file, per_file)
+
+    def _write_file(
+        self,
+        topic: Topic,
+        partition: int,
+        table: pa.Table,
+        start: int,
+        end: int,
+        report: PartitionReport,
+    ) -> list[SegmentRef]:
+        """One L1 file; a ref per row group, the first covering from start, the last to end."""
+        body, groups = encode_l1(table, self.settings.row_group_bytes, self.settings.compression)
+        object_id = l1_key("", topic.name, topic.topic_id, partition, start, new_ulid(self.clock))
+        self.store.put_if_absent(self.prefix + object_id, body)
+        report.files_written += 1
+        report.bytes_out += len(body)
+        groups = [group for group in groups if group.rows]
+        if not groups:  # every record compacted away: one empty ref keeps the offsets covered
+            return [SegmentRef(LEVEL_L1, object_id, 0, len(body), end - start, 0, 0, 0)]
+        offsets = table.column("offset")
+        firsts, row = [start], 0
+        for group in groups[:-1]:
+            row += group.rows
+            firsts.append(offsets[row].as_py())
+        firsts.append(end)
+        timestamps = table.column("timestamp").cast(pa.int64())
+        refs = []
+        row = 0
+        for i, group in enumerate(groups):
+            stamps = timestamps.slice(row, group.rows)
+            refs.append(
+                SegmentRef(
+                    LEVEL_L1,
+                    object_id,
+                    group.start,
+                    group.length,
+                    firsts[i + 1] - firsts[i],
+                    group.rows,
+                    pc.min(stamps).as_py(),
+                    pc.max(stamps).as_py(),
+                )
+            )
+            row += group.rows
+        return refs
+
+    # ---- the commit --------------------------------------------------------------------
+
+    def _commit(
+        self,
+        head: PartitionHead,
+        refs: list[PlacedRef],
+        proposal: CompactionPlan,
+        new_refs: list[SegmentRef],
+        lease: Lease | None,
+        created: int,
+        report: PartitionReport,
+    ) -> bool:
+        rewritten = {id(p) for p in proposal.rewrite}
+        dropped = {id(p) for p in proposal.dropped}
+        index: list[SegmentRef] = []
+        for placed in refs:
+            if id(placed) in dropped:
+                continue
+            if id(placed) in rewritten:
+                if placed is proposal.rewrite[0]:
+                    index += new_refs
+                continue
+            index.append(placed.ref)
+        entries = self._write_manifests(head, proposal.log_start, index)
+        replaced = proposal.dropped + proposal.rewrite
+        retired = sorted({self._key(p.ref) for p in replaced} - {self._key(r) for r in index})
+        previous = self.index.manifest_list(head.manifest_list) if head.manifest_list else None
+        old_index = [head.manifest_list] if head.manifest_list else []
+        old_index += [e.key for e in previous.entries] if previous else []
+        listing = self.index.put_manifest_list(
+            head.topic_id,
+            head.partition,
+            entries,
+            self.index.retiring(previous, old_index + retired),
+        )
+        assert lease is not None
+        done = self.metadata.swap_index(
+            head.topic,
+            head.partition,
+            topic_id=head.topic_id,
+            expected_index_epoch=head.index_epoch,
+            compactor_epoch=lease.epoch,
+            manifest_list=listing,
+            log_start_offset=proposal.log_start,
+            object_time_ms=created,
+            segments_delta=len(new_refs) - len(replaced),
+            bytes_delta=sum(r.length for r in new_refs) - sum(p.ref.length for p in replaced),
+        )
+        if done:
+            report.retired = retired
+        return done
+
+    def _write_manifests(
+        self, head: PartitionHead, base: int, refs: list[SegmentRef]
+    ) -> list[ManifestEntry]:
+        entries = []
+        for i in range(0, len(refs), MANIFEST_MAX_REFS):
+            manifest = Manifest(base, tuple(refs[i : i + MANIFEST_MAX_REFS]))
+            key = self.index.put_manifest(head.topic_id, head.partition, manifest)
+            entries.append(ManifestEntry.summarize(key, manifest))
+            base = manifest.end_offset
+        return entries
+
+    def _key(self, ref: SegmentRef) -> str:
+        return object_key(self.prefix, ref.level, ref.object_id)
+
+
+def compact_keys(table: pa.Table, now_ms: int, topic: Topic) -> pa.Table:
+    """Keep the latest record of each key (offset order kept); drop tombstones older than
+    delete.retention.ms. Records without a key are kept (Kafka refuses them on compacted
+    topics; objectlog accepts them and never removes them)."""
+    if not table.num_rows:
+        return table
+    keys = table.column("key").to_pylist()
+    latest: dict[bytes, int] = {}
+    for row, key in enumerate(keys):
+        if key is not None:
+            latest[key] = row
+    delete_before = now_ms - int(topic.config.get("delete.retention.ms"))
+    values_null = table.column("value").is_null().to_pylist()
+    stamps = table.column("timestamp").cast(pa.int64()).to_pylist()
+    keep = [
+        key is None
+        or (latest[key] == row and not (values_null[row] and stamps[row] < delete_before))
+        for row, key in enumerate(keys)
+    ]
+    return table.filter(pa.array(keep))

@@ -1,0 +1,104 @@
+"""One maintenance run, as the scheduled compact function does it: every partition of the
+chosen topics is compacted under its lease, then garbage is collected."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from objectlog.clients.direct import ObjectLog
+from objectlog.compaction.compactor import CompactionSettings, Compactor, PartitionReport
+from objectlog.compaction.gc import GarbageCollector, GcReport
+from objectlog.errors import TopicNotFound
+
+
+@dataclass
+class MaintenanceReport:
+    dry_run: bool
+    partitions: list[PartitionReport] = field(default_factory=list)
+    gc: GcReport | None = None
+    seconds: float = 0.0
+
+    @property
+    def segments_merged(self) -> int:
+        return sum(p.refs_in for p in self.partitions)
+
+    @property
+    def bytes_rewritten(self) -> int:
+        return sum(p.bytes_out for p in self.partitions)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(p.bytes_in for p in self.partitions)
+
+    @property
+    def write_amplification(self) -> float:
+        return self.bytes_rewritten / self.bytes_read if self.bytes_read else 0.0
+
+    @property
+    def objects_deleted(self) -> int:
+        return len(self.gc.deleted) if self.gc else 0
+
+
+def compactor_for(log: ObjectLog, settings: CompactionSettings | None = None) -> Compactor:
+    return Compactor(
+        log.store,
+        log.metadata,
+        log.index,
+        log.footers,
+        log.config.prefix,
+        log.clock,
+        settings,
+        owner=f"compactor-{uuid.uuid4().hex[:12]}",
+    )
+
+
+def collector_for(log: ObjectLog, min_age_ms: int | None = None) -> GarbageCollector:
+    collector = GarbageCollector(log.store, log.metadata, log.index, log.config.prefix, log.clock)
+    if min_age_ms is not None:
+        collector.min_age_ms = min_age_ms
+    return collector
+
+
+def run_maintenance(
+    log: ObjectLog,
+    topics: Iterable[str] | None = None,
+    *,
+    dry_run: bool = False,
+    settings: CompactionSettings | None = None,
+    collect: bool = True,
+    gc_min_age_ms: int | None = None,
+    on_partition: Callable[[PartitionReport], None] | None = None,
+    deadline_s: float | None = None,
+) -> MaintenanceReport:
+    """Compact every partition of topics (all by default), then collect garbage.
+
+    deadline_s (seconds of the monotonic clock) stops before starting a partition past it,
+    so a Lambda invocation ends in time; the next run starts from the first partition again
+    and finds the finished ones idle.
+    """
+    started = time.monotonic()
+    report = MaintenanceReport(dry_run)
+    compactor = compactor_for(log, settings)
+    names = list(topics) if topics is not None else log.list_topics()
+    for name in names:
+        try:
+            topic = log.topic(name, fresh=True)
+        except TopicNotFound:
+            if topics is not None:
+                raise
+            continue  # deleted since it was listed: its objects are garbage now
+        for partition in range(topic.partitions):
+            if deadline_s is not None and time.monotonic() >= deadline_s:
+                report.seconds = time.monotonic() - started
+                return report
+            result = compactor.compact_partition(topic, partition, dry_run=dry_run)
+            report.partitions.append(result)
+            if on_partition is not None:
+                on_partition(result)
+    if collect:
+        report.gc = collector_for(log, gc_min_age_ms).run(dry_run=dry_run)
+    report.seconds = time.monotonic() - started
+    return report

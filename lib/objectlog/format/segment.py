@@ -1,0 +1,196 @@
+"""The segment format: Parquet with exactly the columns of Spark's Kafka source.
+
+An L0 object is one producer flush: the concatenation of self-contained Parquet files
+("slices"), one per (topic, partition) the flush touched, each with its own footer:
+
+    +--------------------+--------------------+-----+
+    | slice: orders/0    | slice: orders/2    | ... |   one PutObject, If-None-Match: *
+    | PAR1 ... footer    | PAR1 ... footer    |     |
+    +--------------------+--------------------+-----+
+
+A reader gets one slice with one ranged GET (the byte range is in the segment ref). Offsets
+are not known when the object is written: an L0 slice's ``offset`` column holds each record's
+position in the slice, and absolute offset = the slice's base offset + position. L1 files
+(written by the compactor) are plain Parquet files with absolute offsets.
+
+Columns: key binary, value binary, topic string (dictionary), partition int32, offset int64,
+timestamp timestamp[ms, UTC], timestampType int32, headers list<struct<key string, value binary>>.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from objectlog.format.records import Headers, Record
+
+HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.dictionary(pa.int32(), pa.string())),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("ms", tz="UTC")),
+        ("timestampType", pa.int32()),
+        ("headers", HEADER_TYPE),
+    ]
+)
+COMPRESSIONS = ("none", "snappy", "zstd", "lz4", "gzip")
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedSlice:
+    """One (topic, partition) slice of an L0 object, before its offsets are known."""
+
+    topic: str
+    partition: int
+    start: int
+    length: int
+    records: int
+    min_timestamp: int
+    max_timestamp: int
+
+
+def slice_table(
+    topic: str,
+    partition: int,
+    keys: Sequence[bytes | None] | pa.Array,
+    values: Sequence[bytes | None] | pa.Array,
+    timestamps: Sequence[int] | pa.Array,
+    timestamp_type: int,
+    headers: Sequence[Headers] | pa.Array | None = None,
+) -> pa.Table:
+    """Build a slice's table; the offset column holds positions 0..n-1."""
+    count = len(keys)
+    topic_column = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(count, dtype=np.int32)), pa.array([topic], type=pa.string())
+    )
+    if headers is None:
+        header_column = (
+            pa.array([[]] * count, type=HEADER_TYPE) if count < 1024 else _empty_headers(count)
+        )
+    elif isinstance(headers, pa.Array):
+        header_column = headers
+    else:
+        header_column = pa.array(headers, type=HEADER_TYPE)
+    return pa.Table.from_arrays(
+        [
+            keys if isinstance(keys, pa.Array) else pa.array(keys, type=pa.binary()),
+            values if isinstance(values, pa.Array) else pa.array(values, type=pa.binary()),
+            topic_column,
+            pa.array(np.full(count, partition, dtype=np.int32)),
+            pa.array(np.arange(count, dtype=np.int64)),
+            _timestamp_array(timestamps),
+            pa.array(np.full(count, timestamp_type, dtype=np.int32)),
+            header_column,
+        ],
+        schema=SCHEMA,
+    )
+
+
+def _empty_headers(count: int) -> pa.Array:
+    """count empty header lists, built from offsets (no Python list per row)."""
+    offsets = pa.array(np.zeros(count + 1, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array([], type=HEADER_TYPE.value_type))
+
+
+def _timestamp_array(timestamps: Sequence[int] | pa.Array) -> pa.Array:
+    if isinstance(timestamps, pa.Array):
+        return timestamps.cast(pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+    return pa.array(timestamps, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+
+
+def encode_parquet(
+    table: pa.Table, compression: str = "none", row_group_rows: int | None = None
+) -> bytes:
+    sink = pa.BufferOutputStream()
+    write_parquet(sink, table, compression, row_group_rows)
+    return sink.getvalue().to_pybytes()
+
+
+def write_parquet(
+    sink: pa.NativeFile,
+    table: pa.Table,
+    compression: str = "none",
+    row_group_rows: int | None = None,
+) -> None:
+    """Append one self-contained Parquet file (a slice) to sink."""
+    pq.write_table(
+        table,
+        sink,
+        compression=compression,
+        use_dictionary=["topic"],
+        write_statistics=["offset", "timestamp"],
+        row_group_size=row_group_rows,
+    )
+
+
+def decode_parquet(data: bytes | memoryview) -> pa.Table:
+    return pq.read_table(pa.BufferReader(data), schema=SCHEMA)
+
+
+def with_absolute_offsets(table: pa.Table, base_offset: int) -> pa.Table:
+    """Turn an L0 slice's positions into absolute offsets."""
+    if base_offset == 0:
+        return table
+    index = table.schema.get_field_index("offset")
+    absolute = pc.add(table.column(index), pa.scalar(base_offset, pa.int64()))
+    return table.set_column(index, "offset", absolute)
+
+
+def table_to_records(table: pa.Table) -> list[Record]:
+    """Materialize Python records (the columnar path keeps the table instead)."""
+    columns = [
+        (
+            table.column(name).cast(pa.int64()) if name == "timestamp" else table.column(name)
+        ).to_pylist()
+        for name in SCHEMA.names
+    ]
+    keys, values, topics, partitions, offsets, timestamps, types, headers = columns
+    return [
+        Record(
+            topic=topics[i],
+            partition=partitions[i],
+            offset=offsets[i],
+            timestamp=timestamps[i],
+            timestamp_type=types[i],
+            key=keys[i],
+            value=values[i],
+            headers=[(h["key"], h["value"]) for h in headers[i]] if headers[i] else [],
+        )
+        for i in range(table.num_rows)
+    ]
+
+
+def records_table(
+    *,
+    topics: list[str],
+    partitions: list[int],
+    offsets: list[int],
+    timestamps: list[int],
+    timestamp_types: list[int],
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    headers: list[list[dict[str, object]]],
+) -> pa.Table:
+    """A table in the segment schema from per-record columns (absolute offsets)."""
+    return pa.Table.from_arrays(
+        [
+            pa.array(keys, type=pa.binary()),
+            pa.array(values, type=pa.binary()),
+            pa.array(topics, type=pa.string()).dictionary_encode().cast(SCHEMA.field("topic").type),
+            pa.array(partitions, type=pa.int32()),
+            pa.array(offsets, type=pa.int64()),
+            _timestamp_array(timestamps),
+            pa.array(timestamp_types, type=pa.int32()),
+            pa.array(headers, type=HEADER_TYPE),
+        ],
+        schema=SCHEMA,
+    )

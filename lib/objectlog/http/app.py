@@ -1,0 +1,214 @@
+"""The resolvers behind each Lambda function, with errors mapped by kind, never by message.
+
+    produce  POST/PATCH/DELETE topic routes, POST records (JSON and REST Proxy v2)
+    fetch    GET routes, consumer-group routes, /docs (Swagger UI, assets from the Powertools
+             package), /openapi.json
+
+A 5xx never carries a stack trace: it carries the request id, which is in the logs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+
+from objectlog.clients.direct import ObjectLog
+from objectlog.errors import ObjectLogError
+from objectlog.http.routes import (
+    FETCH,
+    PRODUCE,
+    REST_PROXY_BINARY,
+    ROUTES,
+    Services,
+    fetch_router,
+    groups_router,
+    produce_router,
+    topic_admin_router,
+)
+from objectlog.telemetry import logger, metrics, tracer
+
+TITLE = "objectlog HTTP API"
+API_VERSION = "1.0.0"
+
+
+def route_pattern(path: str) -> re.Pattern[str]:
+    return re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", path) + "$")
+
+
+_PATTERNS = [(method, route_pattern(path)) for method, path, _ in ROUTES]
+
+
+def allowed_methods(path: str) -> list[str]:
+    return sorted({method for method, pattern in _PATTERNS if pattern.match(path)})
+
+
+def error_response(status: int, body: dict[str, Any]) -> Response:
+    return Response(status, "application/json", json.dumps(body))
+
+
+def build_app(function: str, services: Services) -> APIGatewayHttpResolver:
+    """The resolver for one function (PRODUCE or FETCH), or "all" for the whole API."""
+    app = APIGatewayHttpResolver(enable_validation=True)
+    if function in (PRODUCE, "all"):
+        app.include_router(topic_admin_router(services))
+        app.include_router(produce_router(services))
+    if function in (FETCH, "all"):
+        app.include_router(fetch_router(services))
+        app.include_router(groups_router(services))
+    if function == FETCH:
+        # The fetch function serves the whole API's document; API Gateway sends it only the
+        # GET routes, and its role may not write, so the other routes cannot run there.
+        app.include_router(topic_admin_router(services))
+        app.include_router(produce_router(services))
+        _serve_docs(app)
+    _map_errors(app)
+    return app
+
+
+def _serve_docs(app: APIGatewayHttpResolver) -> None:
+    app.enable_swagger(path="/docs", title=TITLE, version=API_VERSION)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi() -> Response[str]:
+        schema = app.get_openapi_json_schema(title=TITLE, version=API_VERSION)
+        return Response(200, "application/json", schema)
+
+
+def _map_errors(app: APIGatewayHttpResolver) -> None:
+    @app.exception_handler(ObjectLogError)
+    def objectlog_error(error: ObjectLogError) -> Response:
+        if error.kind.http_status >= 500:
+            logger.warning("request failed", extra={"error": error.to_dict()})
+            body = error.to_dict() | {"request_id": _request_id(app)}
+            return error_response(error.kind.http_status, body)
+        return error_response(error.kind.http_status, error.to_dict())
+
+    @app.exception_handler(RequestValidationError)
+    def invalid_request(error: RequestValidationError) -> Response:
+        problems = error.errors()
+        first = problems[0] if problems else {}
+        location = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        return error_response(
+            422 if first.get("type") != "json_invalid" else 400,
+            {
+                "error": "InvalidRequest",
+                "message": f"{location or 'request'}: {first.get('msg', 'invalid')}",
+                "field": location or None,
+                "problems": [
+                    {"field": ".".join(str(p) for p in e.get("loc", ())), "message": e.get("msg")}
+                    for e in problems[:20]
+                ],
+            },
+        )
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def unsupported_content_type(_: RequestUnsupportedContentType) -> Response:
+        return error_response(
+            415,
+            {
+                "error": "UnsupportedContentType",
+                "message": "this route takes Content-Type application/json",
+                "field": "content-type",
+            },
+        )
+
+    @app.not_found
+    def not_found(_: Exception) -> Response:
+        path = app.current_event.path
+        allowed = allowed_methods(path)
+        if allowed:
+            response = error_response(
+                405,
+                {
+                    "error": "MethodNotAllowed",
+                    "message": f"{app.current_event.http_method} is not allowed on {path}",
+                },
+            )
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
+        return error_response(404, {"error": "NotFound", "message": f"no route for {path}"})
+
+    @app.exception_handler(Exception)
+    def unexpected(error: Exception) -> Response:
+        request_id = _request_id(app)
+        logger.exception("unhandled error", extra={"request_id": request_id})
+        return error_response(
+            500, {"error": "InternalError", "message": "internal error", "request_id": request_id}
+        )
+
+
+def _request_id(app: APIGatewayHttpResolver) -> str:
+    context = getattr(app, "lambda_context", None)
+    return str(
+        getattr(context, "aws_request_id", "") or app.current_event.request_context.request_id
+    )
+
+
+ACCEPTED_BODY_TYPES = ("application/json", REST_PROXY_BINARY)
+
+
+def unsupported_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A 415 for a body this API cannot take, before Powertools' validation parses it.
+
+    The API takes JSON (and the REST Proxy's binary JSON); Powertools would otherwise try
+    form or multipart parsing and fail with a 500 on a malformed content type.
+    """
+    if not event.get("body"):
+        return None
+    headers = event.get("headers") or {}
+    media_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
+    if media_type in ACCEPTED_BODY_TYPES:
+        return None
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(
+            {
+                "error": "UnsupportedContentType",
+                "message": f"Content-Type {media_type or '(none)'} is not accepted; "
+                "send application/json",
+                "field": "content-type",
+            }
+        ),
+        "isBase64Encoded": False,
+    }
+
+
+def lambda_handler(
+    function: str, log_factory: Callable[[], ObjectLog] = ObjectLog.connect
+) -> Callable[..., Any]:
+    """A Lambda entry point: Powertools logging (correlation id), EMF metrics and tracing."""
+    services = Services(log_factory)
+    app = build_app(function, services)
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    @metrics.log_metrics
+    @tracer.capture_lambda_handler
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        metrics.add_metadata(key="function", value=function)
+        started = time.perf_counter()
+        result = unsupported_body(event) or app.resolve(event, context)
+        metrics.add_metric(name="requests", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(
+            name="latency",
+            unit=MetricUnit.Milliseconds,
+            value=(time.perf_counter() - started) * 1000,
+        )
+        if result.get("statusCode", 200) >= 500:
+            metrics.add_metric(name="errors", unit=MetricUnit.Count, value=1)
+        return result
+
+    handler.app = app  # type: ignore[attr-defined]
+    handler.services = services  # type: ignore[attr-defined]
+    return handler

@@ -1,0 +1,549 @@
+"""Routes of the HTTP API and which function serves each (as API Gateway routes them).
+
+Handlers here only translate between HTTP and the library; the library decides.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, ValidationError
+
+from objectlog.clients.direct import ObjectLog
+from objectlog.clients.producer import Producer
+from objectlog.errors import (
+    InvalidRequest,
+    ObjectLogError,
+    RecordTooLarge,
+    UnsupportedContentType,
+)
+from objectlog.format.topics import PartitionInfo, TopicDescription, validate_topic_name
+from objectlog.groups import Membership, OffsetAndMetadata, TopicPartition
+from objectlog.http.idempotency import HEADER as IDEMPOTENCY_HEADER
+from objectlog.http.idempotency import IdempotentRunner, Outcome
+from objectlog.http.models import (
+    AlterTopicRequest,
+    CommitRequest,
+    CommittedOut,
+    CommittedResponse,
+    CreateTopicRequest,
+    FetchResponse,
+    GroupList,
+    GroupOut,
+    HeartbeatRequest,
+    JoinRequest,
+    LeaveRequest,
+    MembershipOut,
+    OffsetOut,
+    OffsetsResponse,
+    ProduceRequest,
+    ProduceResponse,
+    ReleaseIn,
+    ResetOffsetsRequest,
+    ResetOffsetsResponse,
+    RestProxyProduceRequest,
+    TopicList,
+    TopicOut,
+    b64decode,
+    record_out,
+)
+from objectlog.telemetry import metrics
+
+PRODUCE = "produce"
+FETCH = "fetch"
+REST_PROXY_BINARY = "application/vnd.kafka.binary.v2+json"
+MAX_WAIT_MS = 20_000
+MAX_FETCH_BYTES = 5 << 20  # the response must fit Lambda's 6 MB, base64 included
+
+# (method, API Gateway route path, function): the single source of the route table.
+ROUTES: list[tuple[str, str, str]] = [
+    ("POST", "/topics", PRODUCE),
+    ("GET", "/topics", FETCH),
+    ("GET", "/topics/{topic}", FETCH),
+    ("PATCH", "/topics/{topic}", PRODUCE),
+    ("DELETE", "/topics/{topic}", PRODUCE),
+    ("POST", "/topics/{topic}", PRODUCE),
+    ("POST", "/topics/{topic}/records", PRODUCE),
+    ("GET", "/topics/{topic}/partitions/{partition}/records", FETCH),
+    ("GET", "/topics/{topic}/partitions/{partition}/offsets", FETCH),
+    ("GET", "/groups", FETCH),
+    ("GET", "/groups/{group}", FETCH),
+    ("DELETE", "/groups/{group}", FETCH),
+    ("POST", "/groups/{group}/members", FETCH),
+    ("POST", "/groups/{group}/members/{member}/heartbeat", FETCH),
+    ("POST", "/groups/{group}/members/{member}/leave", FETCH),
+    ("GET", "/groups/{group}/offsets", FETCH),
+    ("POST", "/groups/{group}/offsets", FETCH),
+    ("POST", "/groups/{group}/offsets/reset", FETCH),
+    ("GET", "/docs", FETCH),
+    ("GET", "/openapi.json", FETCH),
+]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+TopicName = Annotated[str, Path(description="topic name", min_length=1, max_length=249)]
+PartitionNumber = Annotated[int, Path(ge=0, le=2**31 - 1)]
+GroupName = Annotated[str, Path(description="group id", min_length=1, max_length=249)]
+MemberId = Annotated[str, Path(description="member id from join", min_length=1, max_length=300)]
+
+
+@dataclass
+class Services:
+    """What the handlers use, built once per Lambda container (or per local gateway)."""
+
+    log_factory: Callable[[], ObjectLog]
+    _log: ObjectLog | None = None
+    _producer: Producer | None = None
+    _idempotency: IdempotentRunner | None = None
+
+    @property
+    def log(self) -> ObjectLog:
+        if self._log is None:
+            self._log = self.log_factory()
+        return self._log
+
+    @property
+    def producer(self) -> Producer:
+        if self._producer is None:
+            self._producer = self.log.producer(linger_ms=0)
+        return self._producer
+
+    @property
+    def idempotency(self) -> IdempotentRunner:
+        if self._idempotency is None:
+            self._idempotency = IdempotentRunner(self.log)
+        return self._idempotency
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.close()
+        if self._log is not None:
+            self._log.close()
+
+
+def topic_admin_router(services: Services) -> Router:
+    router = Router()
+
+    @router.post("/topics", summary="Create a topic", responses={201: {"description": "created"}})
+    def create_topic(request: Annotated[CreateTopicRequest, Body()]) -> Response[TopicOut]:
+        topic = services.log.create_topic(request.name, request.partitions, request.config)
+        empty = [PartitionInfo(p, 0, 0, 0, 0) for p in range(topic.partitions)]
+        body = TopicOut.model_validate(TopicDescription(topic, empty).to_dict())
+        return Response(201, "application/json", body)
+
+    @router.patch("/topics/<topic>", summary="Alter a topic's config or grow its partitions")
+    def alter_topic(topic: TopicName, request: Annotated[AlterTopicRequest, Body()]) -> TopicOut:
+        log = services.log
+        if request.partitions is not None:
+            log.add_partitions(topic, request.partitions)
+        if request.set or request.delete:
+            log.alter_topic_config(topic, set=request.set, delete=request.delete)
+        return TopicOut.model_validate(log.describe_topic(topic).to_dict())
+
+    @router.delete("/topics/<topic>", summary="Delete a topic")
+    def delete_topic(topic: TopicName) -> Response[None]:
+        services.log.delete_topic(topic)
+        return Response(204, "application/json", None)
+
+    return router
+
+
+def produce_router(services: Services) -> Router:
+    router = Router()
+
+    @router.post("/topics/<topic>/records", summary="Produce records")
+    def produce(
+        topic: TopicName, request: Annotated[ProduceRequest, Body()]
+    ) -> Response[ProduceResponse]:
+        records = [
+            dict(
+                key=b64decode(r.key, f"records[{i}].key"),
+                value=b64decode(r.value, f"records[{i}].value"),
+                headers=[
+                    (h.key, b64decode(h.value, f"records[{i}].headers[{j}].value"))
+                    for j, h in enumerate(r.headers)
+                ],
+                partition=r.partition,
+                timestamp_ms=r.timestamp,
+            )
+            for i, r in enumerate(request.records)
+        ]
+
+        def run() -> Outcome:
+            offsets, status = _produce(services, topic, records)
+            return {"status": status, "body": {"offsets": offsets}}
+
+        outcome = _once(router, services, "records", topic, run)
+        body = ProduceResponse(offsets=[OffsetOut(**o) for o in outcome["body"]["offsets"]])
+        return Response(outcome["status"], "application/json", body)
+
+    @router.post(
+        "/topics/<topic>",
+        summary="Produce records (Confluent REST Proxy v2 binary form)",
+        description=(
+            f"Content-Type: {REST_PROXY_BINARY}; body "
+            '{"records": [{"key": base64, "value": base64, "partition": int}]}'
+        ),
+        enable_validation=False,  # Powertools validates JSON bodies only; the model does it here
+    )
+    def produce_rest_proxy(topic: str) -> Response[str]:
+        event = router.current_event
+        content_type = (event.headers.get("content-type") or "").split(";")[0].strip()
+        if content_type != REST_PROXY_BINARY:
+            raise UnsupportedContentType(
+                f"POST /topics/{{topic}} takes Content-Type {REST_PROXY_BINARY}; "
+                f"use POST /topics/{{topic}}/records for application/json",
+                field="content-type",
+            )
+        request = _parse(RestProxyProduceRequest, event.decoded_body)
+        records = [
+            dict(
+                key=b64decode(r.key, f"records[{i}].key"),
+                value=b64decode(r.value, f"records[{i}].value"),
+                partition=r.partition,
+            )
+            for i, r in enumerate(request.records)
+        ]
+
+        def run() -> Outcome:
+            offsets, status = _produce(services, topic, records)
+            return {"status": status, "body": _rest_proxy_body(offsets)}
+
+        outcome = _once(router, services, "rest-proxy", topic, run)
+        return Response(outcome["status"], REST_PROXY_BINARY, json.dumps(outcome["body"]))
+
+    return router
+
+
+def _once(
+    router: Router, services: Services, route: str, topic: str, run: Callable[[], Outcome]
+) -> Outcome:
+    """Run a produce once per Idempotency-Key (when the request carries one)."""
+    event = router.current_event
+    key = event.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return run()
+    body = event.decoded_body or ""
+    return services.idempotency.run(key, route, topic, body, run, router.lambda_context)
+
+
+def _rest_proxy_body(offsets: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "key_schema_id": None,
+        "value_schema_id": None,
+        "offsets": [
+            {
+                "partition": o["partition"],
+                "offset": o["offset"],
+                "error_code": None if o.get("error") is None else 50002,
+                "error": o.get("message"),
+            }
+            for o in offsets
+        ],
+    }
+
+
+def _parse(model: type[ModelT], body: str | None) -> ModelT:
+    try:
+        return model.model_validate_json(body or "")
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(part) for part in first.get("loc", ())) or None
+        raise InvalidRequest(f"{field or 'body'}: {first.get('msg')}", field=field) from None
+
+
+def _produce(
+    services: Services, topic: str, records: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], int]:
+    """Validate every record first (a bad request stores nothing), then send and wait."""
+    log = services.log
+    info = log.topic(validate_topic_name(topic))
+    for i, record in enumerate(records):
+        partition = record.get("partition")
+        if partition is not None and partition >= info.partitions:
+            raise InvalidRequest(
+                f"records[{i}].partition is {partition}, but topic {topic!r} has "
+                f"{info.partitions} partitions",
+                field=f"records[{i}].partition",
+            )
+        size = len(record["key"] or b"") + len(record["value"] or b"")
+        size += sum(len(k) + len(v or b"") for k, v in record.get("headers") or [])
+        if size > info.config.max_message_bytes:
+            raise RecordTooLarge(
+                f"records[{i}] is {size} bytes, over max.message.bytes "
+                f"({info.config.max_message_bytes}) of topic {topic!r}",
+                field=f"records[{i}]",
+            )
+    producer = services.producer
+    retries_before = producer.stats.commit_retries
+    futures = [producer.send(topic, **record) for record in records]
+    producer.flush()
+    metrics.add_metric(name="records", unit=MetricUnit.Count, value=len(records))
+    metrics.add_metric(
+        name="bytes",
+        unit=MetricUnit.Bytes,
+        value=sum(len(r["key"] or b"") + len(r["value"] or b"") for r in records),
+    )
+    metrics.add_metric(
+        name="commit_retries",
+        unit=MetricUnit.Count,
+        value=producer.stats.commit_retries - retries_before,
+    )
+    offsets: list[dict[str, Any]] = []
+    first_error: ObjectLogError | None = None
+    for record, future in zip(records, futures, strict=True):
+        error = future.exception()
+        if error is None:
+            md = future.result()
+            offsets.append(
+                {"partition": md.partition, "offset": md.offset, "timestamp": md.timestamp}
+            )
+        else:
+            first_error = first_error or error
+            offsets.append(
+                {
+                    "partition": record.get("partition")
+                    if record.get("partition") is not None
+                    else -1,
+                    "offset": None,
+                    "error": type(error).__name__,
+                    "message": error.message,
+                }
+            )
+    return offsets, first_error.kind.http_status if first_error else 200
+
+
+def fetch_router(services: Services) -> Router:
+    router = Router()
+
+    @router.get("/topics", summary="List topics")
+    def list_topics() -> TopicList:
+        return TopicList(topics=services.log.list_topics())
+
+    @router.get("/topics/<topic>", summary="Describe a topic")
+    def describe_topic(topic: TopicName) -> TopicOut:
+        return TopicOut.model_validate(services.log.describe_topic(topic).to_dict())
+
+    @router.get("/topics/<topic>/partitions/<partition>/records", summary="Fetch records")
+    def fetch(
+        topic: TopicName,
+        partition: PartitionNumber,
+        offset: Annotated[int, Query(ge=0, le=2**63 - 1)],
+        max_bytes: Annotated[int, Query(ge=1, le=MAX_FETCH_BYTES)] = 1 << 20,
+        max_records: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+        max_wait_ms: Annotated[int, Query(ge=0, le=MAX_WAIT_MS)] = 0,
+    ) -> FetchResponse:
+        result = services.log.fetch(
+            topic,
+            partition,
+            offset,
+            max_bytes=max_bytes,
+            max_records=max_records,
+            max_wait_ms=max_wait_ms,
+        )
+        return FetchResponse.model_validate(
+            {
+                "records": [record_out(r) for r in result.records],
+                "next_offset": result.next_offset,
+                "high_watermark": result.high_watermark,
+                "log_start_offset": result.log_start_offset,
+            }
+        )
+
+    @router.get(
+        "/topics/<topic>/partitions/<partition>/offsets",
+        summary="Earliest, latest and by-time offsets",
+    )
+    def offsets(
+        topic: TopicName,
+        partition: PartitionNumber,
+        timestamp: Annotated[int | None, Query(ge=0, le=2**63 - 1)] = None,
+    ) -> OffsetsResponse:
+        log = services.log
+        log.topic(topic)
+        bounds = log.offsets(topic, partition)
+        response = OffsetsResponse(earliest=bounds.earliest, latest=bounds.latest)
+        if timestamp is not None:
+            response.timestamp = timestamp
+            response.offset = log.offset_for_time(topic, partition, timestamp)
+        return response
+
+    return router
+
+
+def groups_router(services: Services) -> Router:
+    """Consumer groups: the fetch function serves them (its role reads and writes group items)."""
+    router = Router()
+
+    @router.get("/groups", summary="List consumer groups")
+    def list_groups() -> GroupList:
+        return GroupList(groups=services.log.groups.list_groups())
+
+    @router.get("/groups/<group>", summary="Describe a group: members, offsets and lag")
+    def describe_group(group: GroupName) -> GroupOut:
+        described = services.log.groups.describe(group)
+        return GroupOut.model_validate(
+            {
+                "group": described.group,
+                "state": described.state,
+                "generation": described.generation,
+                "strategy": described.strategy,
+                "members": [
+                    {**vars(m), "topics": list(m.topics), "assigned": _refs(m.assigned)}
+                    for m in described.members
+                ],
+                "offsets": [{**vars(p), "lag": p.lag} for p in described.offsets],
+                "total_lag": described.total_lag,
+            }
+        )
+
+    @router.delete("/groups/<group>", summary="Delete an empty group and its offsets")
+    def delete_group(group: GroupName) -> Response[None]:
+        services.log.groups.delete_group(group)
+        return Response(204, "application/json", None)
+
+    @router.post(
+        "/groups/<group>/members",
+        summary="Join a group (the group rebalances)",
+        responses={201: {"description": "joined"}},
+    )
+    def join(group: GroupName, request: Annotated[JoinRequest, Body()]) -> Response[MembershipOut]:
+        membership = services.log.groups.join(
+            group,
+            request.topics,
+            client_id=request.client_id,
+            session_timeout_ms=request.session_timeout_ms,
+            strategies=request.strategies,
+        )
+        return Response(201, "application/json", _membership_out(membership))
+
+    @router.post(
+        "/groups/<group>/members/<member>/heartbeat",
+        summary="Renew the member's session; release and claim partitions",
+    )
+    def heartbeat(
+        group: GroupName, member: MemberId, request: Annotated[HeartbeatRequest, Body()]
+    ) -> MembershipOut:
+        membership = services.log.groups.heartbeat(
+            group,
+            member,
+            owned=[TopicPartition(r.topic, r.partition) for r in request.owned],
+            release=_releases(request.release),
+        )
+        return _membership_out(membership)
+
+    @router.post("/groups/<group>/members/<member>/leave", summary="Leave the group")
+    def leave(
+        group: GroupName, member: MemberId, request: Annotated[LeaveRequest, Body()]
+    ) -> Response[None]:
+        services.log.groups.leave(group, member, release=_releases(request.release))
+        return Response(204, "application/json", None)
+
+    @router.get("/groups/<group>/offsets", summary="Committed offsets")
+    def committed(
+        group: GroupName,
+        partitions: Annotated[
+            str,
+            Query(
+                description="comma-separated topic:partition pairs, e.g. orders:0,orders:1",
+                min_length=1,
+                max_length=100_000,
+            ),
+        ],
+    ) -> CommittedResponse:
+        wanted = _partition_list(partitions)
+        found = services.log.groups.committed(group, wanted)
+        return CommittedResponse(offsets=[_committed_out(tp, found.get(tp)) for tp in wanted])
+
+    @router.post(
+        "/groups/<group>/offsets",
+        summary="Commit offsets (fenced by the member and generation that own each partition)",
+    )
+    def commit(group: GroupName, request: Annotated[CommitRequest, Body()]) -> CommittedResponse:
+        offsets = {
+            TopicPartition(o.topic, o.partition): OffsetAndMetadata(o.offset, o.metadata)
+            for o in request.offsets
+        }
+        services.log.groups.commit(
+            group, offsets, member_id=request.member_id, generation=request.generation
+        )
+        return CommittedResponse(offsets=[_committed_out(tp, v) for tp, v in offsets.items()])
+
+    @router.post(
+        "/groups/<group>/offsets/reset",
+        summary="Reset an empty group's offsets (kafka-consumer-groups.sh --reset-offsets)",
+    )
+    def reset_offsets(
+        group: GroupName, request: Annotated[ResetOffsetsRequest, Body()]
+    ) -> ResetOffsetsResponse:
+        targets = services.log.groups.reset_offsets(
+            group,
+            request.topics,
+            to=request.to,
+            timestamp_ms=request.timestamp,
+            offsets={TopicPartition(o.topic, o.partition): o.offset for o in request.offsets},
+            shift_by=request.shift_by,
+            dry_run=request.dry_run,
+        )
+        return ResetOffsetsResponse(
+            offsets=[
+                _committed_out(tp, OffsetAndMetadata(offset))
+                for tp, offset in sorted(targets.items())
+            ],
+            dry_run=request.dry_run,
+        )
+
+    return router
+
+
+def _refs(partitions: Iterable[TopicPartition]) -> list[dict[str, Any]]:
+    return [{"topic": tp.topic, "partition": tp.partition} for tp in partitions]
+
+
+def _membership_out(membership: Membership) -> MembershipOut:
+    return MembershipOut.model_validate(
+        {
+            **vars(membership),
+            "members": list(membership.members),
+            "assigned": _refs(membership.assigned),
+            "owned": _refs(membership.owned),
+        }
+    )
+
+
+def _releases(
+    release: list[ReleaseIn],
+) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    return {
+        TopicPartition(r.topic, r.partition): (
+            None if r.offset is None else OffsetAndMetadata(r.offset, r.metadata)
+        )
+        for r in release
+    }
+
+
+def _committed_out(tp: TopicPartition, value: OffsetAndMetadata | None) -> CommittedOut:
+    return CommittedOut(
+        topic=tp.topic,
+        partition=tp.partition,
+        offset=None if value is None else value.offset,
+        metadata=None if value is None else value.metadata,
+    )
+
+
+def _partition_list(text: str) -> list[TopicPartition]:
+    partitions = []
+    for part in text.split(","):
+        topic, sep, number = part.strip().rpartition(":")
+        if not sep or not topic or not number.isdigit() or int(number) > 2**31 - 1:
+            raise InvalidRequest(
+                f"partitions: {part!r} is not topic:partition (e.g. orders:0)", field="partitions"
+            )
+        partitions.append(TopicPartition(validate_topic_name(topic), int(number)))
+    return partitions

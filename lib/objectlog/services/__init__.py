@@ -1,0 +1,1 @@
+"""The services: the write path, the read path, the segment index and leases."""

@@ -1,0 +1,306 @@
+"""The write path: one L0 object per flush, then one conditional UpdateItem per partition.
+
+1. encode one Parquet slice per (topic, partition) and concatenate them into one object;
+2. PutObject with If-None-Match: * under a fresh ULID key;
+3. per partition, commit a ref to the head (DynamoMetadata.commit), which assigns offsets;
+4. spill a head's tail into manifests when it has grown past its bound.
+
+Retries never duplicate: the object key is ours alone (a retried PUT that finds it taken had
+landed), and a retried commit carries the same producer id and sequence, so the head answers
+with the original base offset instead of appending again (without a producer id there is no
+such check, so a commit whose answer was lost is reported as UnknownOutcome, not retried; and
+once any attempt's outcome was unknown, so is the commit's if the retries run out). An object
+that became older than a partition's GC horizon before its commit is uploaded again and the
+commit retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from objectlog.clock import Clock, new_ulid, ulid_time_ms
+from objectlog.errors import (
+    HorizonPassed,
+    ObjectExists,
+    ObjectLogError,
+    StorageUnavailable,
+    UnknownOutcome,
+)
+from objectlog.format.index import LEVEL_L0, SegmentRef
+from objectlog.format.layout import l0_key
+from objectlog.format.segment import write_parquet
+from objectlog.format.topics import Topic
+from objectlog.services.index import IndexStore
+from objectlog.stores.metadata import CommitResult, DynamoMetadata, PartitionHead
+from objectlog.stores.objects import ObjectStore
+
+logger = logging.getLogger(__name__)
+
+COMMIT_ATTEMPTS = 6
+PUT_ATTEMPTS = 4
+BACKOFF_S = 0.02
+
+
+@dataclass
+class PartitionBatch:
+    """Records bound for one partition, as a slice table (offset column = positions)."""
+
+    topic: Topic
+    partition: int
+    table: pa.Table
+    sequence: int = 0
+
+    @property
+    def records(self) -> int:
+        return self.table.num_rows
+
+
+@dataclass
+class AppendOutcome:
+    batch: PartitionBatch
+    base_offset: int | None = None
+    duplicate: bool = False
+    error: ObjectLogError | None = None
+    head: PartitionHead | None = None
+
+
+@dataclass
+class AppendStats:
+    """Counters for benchmarks and metrics."""
+
+    objects_put: int = 0
+    bytes_put: int = 0
+    commits: int = 0
+    commit_retries: int = 0
+    reuploads: int = 0
+    spills: int = 0
+    encode_s: float = 0.0
+    put_s: float = 0.0
+    commit_s: float = 0.0
+    spill_s: float = 0.0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    body: bytes
+    refs: list[SegmentRef]
+
+
+class Appender:
+    def __init__(
+        self,
+        store: ObjectStore,
+        metadata: DynamoMetadata,
+        index: IndexStore,
+        prefix: str,
+        clock: Clock,
+        *,
+        compression: str = "none",
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = store
+        self.metadata = metadata
+        self.index = index
+        self.prefix = prefix
+        self.clock = clock
+        self.compression = compression
+        self.sleep = sleep
+        self.stats = AppendStats()
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="objectlog-commit")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def last_sequence(self, topic: str, partition: int, producer_id: str) -> int | None:
+        """The producer's last committed sequence on the partition, as its head records it."""
+        head = self.metadata.get_head(topic, partition)
+        state = head.producers.get(producer_id) if head else None
+        return state.sequence if state else None
+
+    def append(
+        self, batches: Sequence[PartitionBatch], producer_id: str | None
+    ) -> list[AppendOutcome]:
+        """Write the batches as one object and commit each partition; never raises per batch."""
+        outcomes = [AppendOutcome(batch) for batch in batches if batch.records]
+        if not outcomes:
+            return []
+        try:
+            refs_out: list[SegmentRef] = []
+            object_id = self._upload([o.batch for o in outcomes], refs_out)
+        except ObjectLogError as e:
+            for outcome in outcomes:
+                outcome.error = e
+            return outcomes
+        started = time.perf_counter()
+        jobs = list(zip(outcomes, refs_out, strict=True))
+        if len(jobs) == 1:
+            self._commit(jobs[0][0], jobs[0][1], object_id, producer_id)
+        else:
+            list(
+                self._pool.map(
+                    lambda job: self._commit(job[0], job[1], object_id, producer_id), jobs
+                )
+            )
+        self.stats.commit_s += time.perf_counter() - started
+        self._spill_grown_heads(outcomes)
+        return outcomes
+
+    # ---- upload ------------------------------------------------------------------------
+
+    def _encode(self, batches: Sequence[PartitionBatch]) -> _Encoded:
+        started = time.perf_counter()
+        parts: list[pa.Buffer] = []
+        refs, position = [], 0
+        for batch in batches:
+            sink = pa.BufferOutputStream()
+            write_parquet(sink, batch.table, self.compression)
+            blob = sink.getvalue()
+            timestamps = batch.table.column("timestamp").cast(pa.int64())
+            bounds = pc.min_max(timestamps)
+            refs.append(
+                SegmentRef(
+                    level=LEVEL_L0,
+                    object_id="",
+                    start=position,
+                    length=blob.size,
+                    span=batch.records,
+                    records=batch.records,
+                    min_timestamp=bounds["min"].as_py(),
+                    max_timestamp=bounds["max"].as_py(),
+                )
+            )
+            parts.append(blob)
+            position += blob.size
+        body = b"".join(parts)  # Arrow buffers joined directly: one copy of the whole object
+        self.stats.encode_s += time.perf_counter() - started
+        return _Encoded(body, refs)
+
+    def upload(self, batches: Sequence[PartitionBatch]) -> tuple[str, list[SegmentRef]]:
+        """Write the batches as one L0 object, commit nothing: its id and one ref per batch.
+
+        For writers whose commits happen elsewhere (the Spark sink's driver).
+        """
+        refs: list[SegmentRef] = []
+        return self._upload(batches, refs), refs
+
+    def _upload(self, batches: Sequence[PartitionBatch], refs_out: list[SegmentRef]) -> str:
+        encoded = self._encode(batches)
+        object_id = self._put_new_object(encoded.body)
+        refs_out.extend(_with_object(ref, object_id) for ref in encoded.refs)
+        return object_id
+
+    def _put_new_object(self, body: bytes) -> str:
+        object_id = new_ulid(self.clock)
+        key = l0_key(self.prefix, object_id)
+        started = time.perf_counter()
+        for attempt in range(PUT_ATTEMPTS):
+            try:
+                self.store.put_if_absent(key, body)
+                break
+            except ObjectExists:
+                if attempt == 0:  # a ULID collision: never ours on the first try
+                    raise
+                break  # an earlier attempt of ours landed but its answer was lost
+            except (UnknownOutcome, StorageUnavailable):
+                if attempt == PUT_ATTEMPTS - 1:
+                    raise
+                self.sleep(BACKOFF_S * 2**attempt)
+        self.stats.put_s += time.perf_counter() - started
+        self.stats.objects_put += 1
+        self.stats.bytes_put += len(body)
+        return object_id
+
+    # ---- commit ------------------------------------------------------------------------
+
+    def _commit(
+        self, outcome: AppendOutcome, ref: SegmentRef, object_id: str, producer_id: str | None
+    ) -> None:
+        batch = outcome.batch
+        last_error: ObjectLogError | None = None
+        unknown: UnknownOutcome | None = None  # an attempt that may have landed
+        for attempt in range(COMMIT_ATTEMPTS):
+            try:
+                result = self._commit_once(batch, ref, object_id, producer_id)
+            except HorizonPassed:
+                # Our object may be deleted by GC: upload this slice again and commit that.
+                self.stats.reuploads += 1
+                try:
+                    reuploaded: list[SegmentRef] = []
+                    object_id = self._upload([batch], reuploaded)
+                    ref = reuploaded[0]
+                except ObjectLogError as e:
+                    last_error = e
+                continue
+            except (UnknownOutcome, StorageUnavailable) as e:
+                if isinstance(e, UnknownOutcome):
+                    if producer_id is None:  # no sequence to tell a retry from a second append
+                        outcome.error = e
+                        return
+                    unknown = e
+                last_error = e
+                self.stats.commit_retries += 1
+                self.sleep(BACKOFF_S * 2**attempt)
+                continue
+            except ObjectLogError as e:
+                outcome.error = e
+                return
+            outcome.base_offset = result.base_offset
+            outcome.duplicate = result.duplicate
+            outcome.error = None
+            outcome.head = result.head
+            return
+        if unknown is not None and last_error is not unknown:
+            # Later attempts failed without an answer, but an earlier one may have landed:
+            # "unavailable" would let the producer reuse the sequence for other records.
+            outcome.error = UnknownOutcome(f"{unknown.message}; then: {last_error}")
+        else:
+            outcome.error = last_error or UnknownOutcome("commit did not complete")
+
+    def _commit_once(
+        self, batch: PartitionBatch, ref: SegmentRef, object_id: str, producer_id: str | None
+    ) -> CommitResult:
+        self.stats.commits += 1
+        return self.metadata.commit(
+            batch.topic.topic_id,
+            batch.topic.name,
+            batch.partition,
+            ref,
+            ulid_time_ms(object_id),
+            producer_id=producer_id,
+            sequence=batch.sequence,
+            now_s=self.clock.now_ms() // 1000,
+        )
+
+    def _spill_grown_heads(self, outcomes: list[AppendOutcome]) -> None:
+        started = time.perf_counter()
+        for outcome in outcomes:
+            head = outcome.head
+            if head is None or not self.index.needs_spill(head):
+                continue
+            try:
+                if self.index.spill(head):
+                    self.stats.spills += 1
+            except ObjectLogError as e:  # the next commit will try again
+                logger.warning("spill of %s/%s failed: %s", head.topic, head.partition, e)
+        self.stats.spill_s += time.perf_counter() - started
+
+
+def _with_object(ref: SegmentRef, object_id: str) -> SegmentRef:
+    return SegmentRef(
+        ref.level,
+        object_id,
+        ref.start,
+        ref.length,
+        ref.span,
+        ref.records,
+        ref.min_timestamp,
+        ref.max_timestamp,
+    )

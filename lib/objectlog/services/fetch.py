@@ -1,0 +1,331 @@
+"""The read path: head -> refs (tail, or manifests) -> ranged GETs -> Arrow -> records.
+
+A fetch reads whole slices (one ranged GET each, issued concurrently across segments and
+partitions), turns L0 positions into absolute offsets and trims to the caller's limits. An
+object that disappeared because a compaction swap replaced it is re-resolved through the head.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from objectlog.cache import LruCache
+from objectlog.errors import ObjectLogError, ObjectNotFound, OffsetOutOfRange, UnknownPartition
+from objectlog.format.index import LEVEL_L0, PlacedRef
+from objectlog.format.l1 import decode_ref
+from objectlog.format.layout import object_key
+from objectlog.format.records import Record
+from objectlog.format.segment import SCHEMA, table_to_records
+from objectlog.services.footers import Footers
+from objectlog.services.index import IndexStore
+from objectlog.stores.metadata import DynamoMetadata, PartitionHead
+
+DEFAULT_MAX_BYTES = 1 << 20
+RESOLVE_ATTEMPTS = 3
+POLL_START_S = 0.01
+POLL_MAX_S = 0.1
+
+
+class ReadMany(Protocol):
+    """Reads byte ranges: each one's bytes, or then(index, bytes) as it arrives, or the
+    ObjectLogError reading it raised."""
+
+    def __call__(
+        self,
+        ranges: Sequence[tuple[str, int, int]],
+        then: Callable[[int, bytes], Any] | None = None,
+    ) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class _Undecodable:
+    """A slice whose bytes did not decode; raised by the caller, not by the reader."""
+
+    error: Exception
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_records: int | None = None
+
+
+@dataclass
+class FetchResult:
+    """Records from one partition plus its offsets. ``table`` is the columnar form."""
+
+    topic: str
+    partition: int
+    table: pa.Table
+    next_offset: int
+    high_watermark: int
+    log_start_offset: int
+    stats: dict[str, float] = field(default_factory=dict)
+
+    @cached_property
+    def records(self) -> list[Record]:
+        return table_to_records(self.table)
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records)
+
+
+def _empty_table() -> pa.Table:
+    return SCHEMA.empty_table()
+
+
+class Reader:
+    def __init__(
+        self,
+        metadata: DynamoMetadata,
+        index: IndexStore,
+        prefix: str,
+        read_many: ReadMany,
+        partition_count: Callable[[str], int],
+        footers: Footers,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.metadata = metadata
+        self.index = index
+        self.prefix = prefix
+        self.footers = footers
+        self.read_many = read_many
+        self.partition_count = partition_count
+        self.sleep = sleep
+        self._slices: LruCache[tuple[str, int, int], pa.Table] = LruCache(64)
+
+    def head(self, topic: str, partition: int) -> PartitionHead:
+        head = self.metadata.get_head(topic, partition)
+        if head is None:
+            count = self.partition_count(topic)  # raises TopicNotFound
+            raise UnknownPartition(
+                f"topic {topic!r} has {count} partitions; there is no partition {partition}",
+                field="partition",
+            )
+        return head
+
+    def fetch(self, request: FetchRequest, max_wait_ms: int = 0) -> FetchResult:
+        head = self._wait_for_data(request, max_wait_ms)
+        return self.fetch_many([request], heads={(request.topic, request.partition): head})[0]
+
+    def fetch_many(
+        self,
+        requests: Sequence[FetchRequest],
+        heads: dict[tuple[str, int], PartitionHead] | None = None,
+    ) -> list[FetchResult]:
+        """Fetch several partitions at once: their slices are read concurrently."""
+        heads = dict(heads or {})
+        for request in requests:
+            key = (request.topic, request.partition)
+            if key not in heads:
+                heads[key] = self.head(*key)
+        results: list[FetchResult | None] = [None] * len(requests)
+        pending = list(range(len(requests)))
+        for attempt in range(RESOLVE_ATTEMPTS):
+            plans, missing = self._plans(requests, heads, pending)
+            tables, unreadable = self._read_plans(plans)
+            missing.update(unreadable)
+            for i in pending:
+                if i not in missing:
+                    results[i] = self._result(
+                        requests[i], heads[_key(requests[i])], plans[i], tables[i]
+                    )
+            pending = sorted(missing)
+            if not pending:
+                break
+            if attempt == RESOLVE_ATTEMPTS - 1:
+                raise missing[pending[0]]
+            for i in pending:  # replaced by a compaction swap: the head knows the new refs
+                heads[_key(requests[i])] = self.head(*_key(requests[i]))
+        return [r for r in results if r is not None]
+
+    def _plans(
+        self,
+        requests: Sequence[FetchRequest],
+        heads: dict[tuple[str, int], PartitionHead],
+        pending: Sequence[int],
+    ) -> tuple[dict[int, list[PlacedRef]], dict[int, ObjectLogError]]:
+        """Each pending request's refs, or the ObjectNotFound of an index object that a swap
+        replaced and GC deleted since its head was read (re-resolved like a missing slice)."""
+        plans: dict[int, list[PlacedRef]] = {}
+        missing: dict[int, ObjectLogError] = {}
+        for i in pending:
+            try:
+                plans[i] = self._plan(requests[i], heads[_key(requests[i])])
+            except ObjectNotFound as e:
+                missing[i] = e
+        return plans, missing
+
+    def _wait_for_data(self, request: FetchRequest, max_wait_ms: int) -> PartitionHead:
+        head = self.head(request.topic, request.partition)
+        deadline = time.monotonic() + max_wait_ms / 1000
+        delay = POLL_START_S
+        while request.offset >= head.next_offset and time.monotonic() < deadline:
+            self._check_range(request, head)
+            self.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, POLL_MAX_S)
+            head = self.head(request.topic, request.partition)
+        return head
+
+    @staticmethod
+    def _check_range(request: FetchRequest, head: PartitionHead) -> None:
+        if request.offset < head.log_start_offset or request.offset > head.next_offset:
+            raise OffsetOutOfRange(
+                f"offset {request.offset} of {request.topic}/{request.partition} is out of range: "
+                f"the earliest offset is {head.log_start_offset} and the high watermark is "
+                f"{head.next_offset}",
+                log_start_offset=head.log_start_offset,
+                high_watermark=head.next_offset,
+            )
+
+    def _plan(self, request: FetchRequest, head: PartitionHead) -> list[PlacedRef]:
+        self._check_range(request, head)
+        planned: list[PlacedRef] = []
+        budget_bytes, budget_records = request.max_bytes, request.max_records
+        for placed in self.index.placed_refs(head, request.offset):
+            if placed.base_offset >= head.next_offset:
+                break
+            planned.append(placed)
+            budget_bytes -= placed.ref.length
+            if budget_records is not None:
+                budget_records -= placed.end_offset - max(placed.base_offset, request.offset)
+            if budget_bytes <= 0 or (budget_records is not None and budget_records <= 0):
+                break
+        return planned
+
+    def _read_plans(
+        self, plans: dict[int, list[PlacedRef]]
+    ) -> tuple[dict[int, list[pa.Table]], dict[int, ObjectLogError]]:
+        # Slices found in the cache are held here: putting the ones read below may evict them.
+        tables_by_range: dict[tuple[str, int, int], pa.Table] = {}
+        wanted: list[tuple[str, int, int]] = []
+        wanted_refs: list[PlacedRef] = []
+        seen: set[tuple[str, int, int]] = set()
+        for placed_refs in plans.values():
+            for placed in placed_refs:
+                key = self._range(placed)
+                if key in seen:
+                    continue
+                seen.add(key)
+                table = self._slices.get(key)
+                if table is None:
+                    wanted.append(key)
+                    wanted_refs.append(placed)
+                else:
+                    tables_by_range[key] = table
+
+        failed: dict[tuple[str, int, int], ObjectLogError] = self._load_footers(wanted_refs)
+        if failed:
+            kept = [i for i, key in enumerate(wanted) if key not in failed]
+            wanted = [wanted[i] for i in kept]
+            wanted_refs = [wanted_refs[i] for i in kept]
+
+        def decode(index: int, data: bytes) -> pa.Table | _Undecodable:
+            # Runs as each GET completes, while the others are still in flight.
+            try:
+                return self._decode(wanted_refs[index], data)
+            except Exception as e:
+                return _Undecodable(e)
+
+        for key, result in zip(wanted, self.read_many(wanted, decode), strict=True):
+            if isinstance(result, _Undecodable):
+                raise result.error
+            if isinstance(result, ObjectLogError):
+                failed[key] = result
+            else:
+                tables_by_range[key] = result
+                self._slices.put(key, result)
+        tables: dict[int, list[pa.Table]] = {}
+        missing: dict[int, ObjectLogError] = {}
+        for i, placed_refs in plans.items():
+            tables[i] = []
+            for placed in placed_refs:
+                key = self._range(placed)
+                error = failed.get(key)
+                if isinstance(error, ObjectNotFound):
+                    missing[i] = error
+                    break
+                if error is not None:
+                    raise error
+                tables[i].append(tables_by_range[key])
+        return tables, missing
+
+    def _range(self, placed: PlacedRef) -> tuple[str, int, int]:
+        ref = placed.ref
+        return object_key(self.prefix, ref.level, ref.object_id), ref.start, ref.length
+
+    def _decode(self, placed: PlacedRef, data: bytes) -> pa.Table:
+        return decode_ref(placed, data, self.footers, self.prefix)
+
+    def _load_footers(
+        self, placed_refs: Sequence[PlacedRef]
+    ) -> dict[tuple[str, int, int], ObjectLogError]:
+        """Fetch (or find cached) the footer of every L1 file to read; the ranges of files
+        that are gone, with their error (a compaction swap replaced them)."""
+        failed: dict[tuple[str, int, int], ObjectLogError] = {}
+        for placed in placed_refs:
+            if placed.ref.level == LEVEL_L0:
+                continue
+            key = self._range(placed)
+            try:
+                self.footers.get(key[0])
+            except ObjectNotFound as e:
+                failed[key] = e
+        return failed
+
+    def _result(
+        self,
+        request: FetchRequest,
+        head: PartitionHead,
+        plan: list[PlacedRef],
+        tables: list[pa.Table],
+    ) -> FetchResult:
+        table = pa.concat_tables(tables) if tables else _empty_table()
+        if table.num_rows and table.column("offset")[0].as_py() < request.offset:
+            table = table.filter(pc.greater_equal(table.column("offset"), request.offset))
+        table = _trim(table, request.max_bytes, request.max_records)
+        if table.num_rows:
+            next_offset = table.column("offset")[-1].as_py() + 1
+        else:  # nothing visible in what we read (compaction gaps): skip past it
+            next_offset = max(request.offset, plan[-1].end_offset if plan else request.offset)
+        return FetchResult(
+            topic=request.topic,
+            partition=request.partition,
+            table=table,
+            next_offset=next_offset,
+            high_watermark=head.next_offset,
+            log_start_offset=head.log_start_offset,
+        )
+
+
+def _key(request: FetchRequest) -> tuple[str, int]:
+    return request.topic, request.partition
+
+
+def _trim(table: pa.Table, max_bytes: int, max_records: int | None) -> pa.Table:
+    """Keep whole records up to max_bytes (at least one, as Kafka does) and max_records."""
+    if max_records is not None and table.num_rows > max_records:
+        table = table.slice(0, max_records)
+    if not table.num_rows:
+        return table
+    sizes = pc.add(
+        pc.fill_null(pc.binary_length(table.column("key")), 0),
+        pc.fill_null(pc.binary_length(table.column("value")), 0),
+    )
+    cumulative = np.cumsum(sizes.to_numpy())
+    keep = max(1, int(np.searchsorted(cumulative, max_bytes, side="right")))
+    return table.slice(0, keep) if keep < table.num_rows else table

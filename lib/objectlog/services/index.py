@@ -1,0 +1,150 @@
+"""Reads and grows the segment index: the head's tail plus immutable manifests on S3."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+
+from objectlog.cache import LruCache
+from objectlog.clock import Clock, new_ulid
+from objectlog.format.index import Manifest, ManifestEntry, ManifestList, PlacedRef, Retired, place
+from objectlog.format.layout import manifest_key, manifest_list_key
+from objectlog.stores.metadata import DynamoMetadata, PartitionHead
+from objectlog.stores.objects import ObjectStore
+
+# A head holds at most TAIL_MAX refs before whoever notices spills all but TAIL_KEEP of them.
+TAIL_MAX = 16
+TAIL_KEEP = 2
+# The newest manifest absorbs spills until it holds this many refs; then a new one starts.
+MANIFEST_MAX_REFS = 512
+# Producer state kept in a head: at most this many producers, none unused for longer.
+PRODUCER_CAP = 24
+PRODUCER_EXPIRY_S = 24 * 3600
+# Replaced index and data objects stay readable this long (Kafka's file.delete.delay.ms).
+DEFAULT_DELETE_GRACE_MS = 60_000
+
+
+class IndexStore:
+    def __init__(
+        self,
+        store: ObjectStore,
+        metadata: DynamoMetadata,
+        prefix: str,
+        clock: Clock,
+        delete_grace_ms: int = DEFAULT_DELETE_GRACE_MS,
+    ) -> None:
+        self.store = store
+        self.metadata = metadata
+        self.prefix = prefix
+        self.clock = clock
+        self.delete_grace_ms = delete_grace_ms
+        self._lists: LruCache[str, ManifestList] = LruCache(256)
+        self._manifests: LruCache[str, Manifest] = LruCache(1024)
+        self._placed: LruCache[str, tuple[tuple[PlacedRef, ...], list[int]]] = LruCache(256)
+        self.spills = 0
+
+    def manifest_list(self, key: str) -> ManifestList:
+        return self._lists.get_or_load(key, lambda: ManifestList.from_json(self.store.get(key)))
+
+    def manifest(self, key: str) -> Manifest:
+        return self._manifests.get_or_load(key, lambda: Manifest.from_json(self.store.get(key)))
+
+    def _placed_manifest(self, key: str) -> tuple[tuple[PlacedRef, ...], list[int]]:
+        """A manifest's refs with their offsets, and their end offsets for bisecting."""
+
+        def load() -> tuple[tuple[PlacedRef, ...], list[int]]:
+            placed = tuple(self.manifest(key).placed())
+            return placed, [p.end_offset for p in placed]
+
+        return self._placed.get_or_load(key, load)
+
+    def placed_refs(self, head: PartitionHead, from_offset: int) -> Iterator[PlacedRef]:
+        """Refs covering from_offset onwards, in offset order: manifests first, then the tail."""
+        if from_offset < head.tail_base and head.manifest_list:
+            for entry in self.manifest_list(head.manifest_list).covering(from_offset):
+                placed_refs, ends = self._placed_manifest(entry.key)
+                for placed in placed_refs[bisect.bisect_right(ends, from_offset) :]:
+                    if placed.base_offset >= head.tail_base:
+                        break
+                    yield placed
+        for placed in place(head.tail_base, head.tail):
+            if placed.end_offset > from_offset:
+                yield placed
+
+    def all_placed_refs(self, head: PartitionHead) -> Iterator[PlacedRef]:
+        return self.placed_refs(head, head.log_start_offset)
+
+    def needs_spill(self, head: PartitionHead) -> bool:
+        return len(head.tail) > TAIL_MAX
+
+    def spill(self, head: PartitionHead) -> bool:
+        """Move all but the newest TAIL_KEEP tail refs into a manifest; False if we lost a race."""
+        moved = head.tail[: len(head.tail) - TAIL_KEEP]
+        if not moved:
+            return False
+        previous = self.manifest_list(head.manifest_list) if head.manifest_list else None
+        entries = list(previous.entries) if previous else []
+        retired = [head.manifest_list] if head.manifest_list else []
+        manifest = Manifest(head.tail_base, tuple(moved))
+        last = entries[-1] if entries else None
+        if (
+            last
+            and last.end_offset == head.tail_base
+            and last.refs + len(moved) <= MANIFEST_MAX_REFS
+        ):
+            manifest = Manifest(last.base_offset, self.manifest(last.key).refs + tuple(moved))
+            entries.pop()
+            retired.append(last.key)
+        topic_id, partition = head.topic_id, head.partition
+        created = self.clock.now_ms()
+        mkey = self.put_manifest(topic_id, partition, manifest)
+        entries.append(ManifestEntry.summarize(mkey, manifest))
+        lkey = self.put_manifest_list(
+            topic_id, partition, entries, self.retiring(previous, retired)
+        )
+        done = self.metadata.spill(
+            head.topic,
+            partition,
+            expected_epoch=head.index_epoch,
+            refs_removed=len(moved),
+            span_removed=sum(ref.span for ref in moved),
+            manifest_list=lkey,
+            object_time_ms=created,
+            expired_producers=self.expired_producers(head),
+        )
+        self.spills += int(done)
+        return done
+
+    def put_manifest(self, topic_id: str, partition: int, manifest: Manifest) -> str:
+        key = manifest_key(self.prefix, topic_id, partition, new_ulid(self.clock))
+        self.store.put_if_absent(key, manifest.to_json())
+        self._manifests.put(key, manifest)
+        return key
+
+    def put_manifest_list(
+        self,
+        topic_id: str,
+        partition: int,
+        entries: list[ManifestEntry],
+        retired: tuple[Retired, ...],
+    ) -> str:
+        listing = ManifestList(tuple(entries), retired)
+        key = manifest_list_key(self.prefix, topic_id, partition, new_ulid(self.clock))
+        self.store.put_if_absent(key, listing.to_json())
+        self._lists.put(key, listing)
+        return key
+
+    def retiring(self, previous: ManifestList | None, keys: list[str]) -> tuple[Retired, ...]:
+        """What a new manifest list carries as retired: previous's still in grace, plus keys."""
+        return (previous or ManifestList(())).retiring(
+            keys, self.clock.now_ms(), self.delete_grace_ms
+        )
+
+    def expired_producers(self, head: PartitionHead) -> list[str]:
+        now_s = self.clock.now_ms() // 1000
+        by_age = sorted(head.producers.items(), key=lambda item: item[1].last_use_s, reverse=True)
+        return [
+            pid
+            for rank, (pid, state) in enumerate(by_age)
+            if rank >= PRODUCER_CAP or state.last_use_s < now_s - PRODUCER_EXPIRY_S
+        ]

@@ -1,0 +1,813 @@
+"""The objectlog command line, shaped like Kafka's console tools."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import click
+
+from objectlog.clients.direct import ObjectLog
+from objectlog.clients.http import HttpObjectLog
+from objectlog.clients.producer import RecordFuture
+from objectlog.compaction.compactor import MIB, CompactionSettings, PartitionReport
+from objectlog.compaction.maintenance import MaintenanceReport, run_maintenance
+from objectlog.config import Config
+from objectlog.errors import ObjectLogError
+from objectlog.format.records import Record
+from objectlog.groups import TopicPartition
+from objectlog.services.fetch import FetchRequest
+
+F = TypeVar("F", bound=Callable[..., Any])
+FETCH_WAIT_S = 0.2
+
+
+def clear_errors(command: F) -> F:
+    """objectlog errors become one line on stderr and exit status 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ObjectLogError as e:
+            click.echo(f"error: {e.message}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL", help="AWS endpoint (default: AWS).")
+@click.option("--bucket", envvar="OBJECTLOG_BUCKET", default="objectlog", show_default=True)
+@click.option("--table", envvar="OBJECTLOG_TABLE", default="objectlog", show_default=True)
+@click.option("--prefix", envvar="OBJECTLOG_PREFIX", default="")
+@click.option(
+    "--api-url",
+    envvar="OBJECTLOG_API_URL",
+    help="use the HTTP API at this URL instead of S3 and DynamoDB directly",
+)
+@click.pass_context
+def main(
+    ctx: click.Context,
+    endpoint_url: str | None,
+    bucket: str,
+    table: str,
+    prefix: str,
+    api_url: str | None,
+) -> None:
+    """objectlog: a serverless, Kafka-style log on S3 and DynamoDB."""
+    overrides: dict[str, Any] = {"bucket": bucket, "table": table, "prefix": prefix}
+    if endpoint_url:
+        overrides.update(s3_endpoint=endpoint_url, dynamodb_endpoint=endpoint_url)
+    if api_url and ctx.invoked_subcommand != "dev":
+        ctx.obj = lambda: HttpObjectLog(api_url)
+    else:
+        ctx.obj = lambda: ObjectLog(Config.from_env(**overrides))
+
+
+def _log(ctx: click.Context) -> ObjectLog | HttpObjectLog:
+    log: ObjectLog | HttpObjectLog = ctx.obj()
+    return log
+
+
+# ---- dev ---------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=4566, show_default=True, type=int, help="AWS endpoint port")
+@click.option("--api-port", default=8080, show_default=True, type=int, help="HTTP API port")
+@click.pass_context
+@clear_errors
+def dev(ctx: click.Context, host: str, port: int, api_port: int) -> None:
+    """Run the embedded stack (AWS endpoint and the HTTP API) until Ctrl-C."""
+    from objectlog.tools.embedded import EmbeddedAWS
+    from objectlog.tools.gateway import local_api
+
+    server = EmbeddedAWS(host, port).start()
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    assert ctx.parent is not None
+    bucket, table = ctx.parent.params["bucket"], ctx.parent.params["table"]
+    log = ObjectLog(
+        Config.from_env(
+            bucket=bucket,
+            table=table,
+            s3_endpoint=server.endpoint_url,
+            dynamodb_endpoint=server.endpoint_url,
+        )
+    )
+    log.ensure_resources()
+    gateway = local_api(lambda: log)
+    api_url = gateway.start(host, api_port)
+    click.echo(
+        f"objectlog dev: AWS endpoint {server.endpoint_url} (bucket {bucket}, table {table})"
+    )
+    click.echo(f"  HTTP API {api_url} (docs: {api_url}/docs)")
+    click.echo(f"  export AWS_ENDPOINT_URL={server.endpoint_url} OBJECTLOG_API_URL={api_url}")
+    click.echo("Ctrl-C to stop.")
+    _serve_until_interrupted()
+    gateway.stop()
+    server.stop()
+
+
+def _serve_until_interrupted() -> None:
+    stop = {"now": False}
+
+    def handle(*_: object) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGTERM, handle)
+    try:
+        while not stop["now"]:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    click.echo("stopped.")
+
+
+# ---- topics ------------------------------------------------------------------------------
+
+
+def _parse_configs(pairs: tuple[str, ...]) -> dict[str, str]:
+    configs = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="--config")
+        key, value = pair.split("=", 1)
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+@main.group()
+def topics() -> None:
+    """Create, list, describe, alter and delete topics."""
+
+
+@topics.command("create")
+@click.argument("name")
+@click.option("--partitions", default=1, show_default=True, type=int)
+@click.option("--config", "configs", multiple=True, help="key=value, repeatable")
+@click.pass_context
+@clear_errors
+def topics_create(ctx: click.Context, name: str, partitions: int, configs: tuple[str, ...]) -> None:
+    topic = _log(ctx).create_topic(name, partitions, _parse_configs(configs))
+    click.echo(f"Created topic {topic.name} ({topic.partitions} partitions, id {topic.topic_id}).")
+
+
+@topics.command("list")
+@click.pass_context
+@clear_errors
+def topics_list(ctx: click.Context) -> None:
+    for name in _log(ctx).list_topics():
+        click.echo(name)
+
+
+@topics.command("describe")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.pass_context
+@clear_errors
+def topics_describe(ctx: click.Context, name: str, as_json: bool) -> None:
+    description = _log(ctx).describe_topic(name)
+    if as_json:
+        click.echo(json.dumps(description.to_dict(), indent=2))
+        return
+    topic = description.topic
+    configs = ",".join(f"{k}={v}" for k, v in sorted(topic.config.overrides.items()))
+    click.echo(
+        f"Topic: {topic.name}\tTopicId: {topic.topic_id}\t"
+        f"PartitionCount: {topic.partitions}\tConfigs: {configs}"
+    )
+    for p in description.partitions:
+        click.echo(
+            f"\tPartition: {p.partition}\tLogStartOffset: {p.log_start_offset}\t"
+            f"HighWatermark: {p.high_watermark}\tSegments: {p.segments}\tBytes: {p.bytes}"
+        )
+
+
+@topics.command("alter")
+@click.argument("name")
+@click.option("--partitions", type=int, help="grow to this many partitions")
+@click.option("--config", "configs", multiple=True, help="key=value to set, repeatable")
+@click.option("--delete-config", "deletes", multiple=True, help="key to reset, repeatable")
+@click.pass_context
+@clear_errors
+def topics_alter(
+    ctx: click.Context,
+    name: str,
+    partitions: int | None,
+    configs: tuple[str, ...],
+    deletes: tuple[str, ...],
+) -> None:
+    log = _log(ctx)
+    if partitions is not None:
+        log.add_partitions(name, partitions)
+    if configs or deletes:
+        log.alter_topic_config(name, set=_parse_configs(configs), delete=deletes)
+    click.echo(f"Altered topic {name}.")
+
+
+@topics.command("delete")
+@click.argument("name")
+@click.pass_context
+@clear_errors
+def topics_delete(ctx: click.Context, name: str) -> None:
+    _log(ctx).delete_topic(name)
+    click.echo(f"Deleted topic {name}.")
+
+
+# ---- produce / consume -------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("topic")
+@click.option("--key-separator", help="split each line into key and value at the first SEP")
+@click.option("--partition", type=int, help="send every record to this partition")
+@click.option("--linger-ms", default=5, show_default=True, type=int)
+@click.pass_context
+@clear_errors
+def produce(
+    ctx: click.Context, topic: str, key_separator: str | None, partition: int | None, linger_ms: int
+) -> None:
+    """Send one record per line of standard input."""
+    log = _log(ctx)
+    log.topic(topic)
+    futures: list[RecordFuture] = []
+    with log.producer(linger_ms=linger_ms) as producer:
+        for line in sys.stdin:
+            line = line.rstrip("\n")
+            key: str | None = None
+            if key_separator is not None:
+                if key_separator not in line:
+                    raise click.ClickException(
+                        f"line {len(futures) + 1} has no key separator {key_separator!r}"
+                    )
+                key, line = line.split(key_separator, 1)
+            futures.append(producer.send(topic, value=line, key=key, partition=partition))
+    for future in futures:
+        future.result()
+    click.echo(f"Produced {len(futures)} records to {topic}.", err=True)
+
+
+def _text(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode()}
+
+
+def _format(record: Record, fmt: str, print_key: bool) -> str:
+    if fmt == "json":
+        return json.dumps(
+            {
+                "topic": record.topic,
+                "partition": record.partition,
+                "offset": record.offset,
+                "timestamp": record.timestamp,
+                "timestampType": record.timestamp_type,
+                "key": _text(record.key),
+                "value": _text(record.value),
+                "headers": [[k, _text(v)] for k, v in record.headers],
+            }
+        )
+    value = "null" if record.value is None else record.value.decode(errors="backslashreplace")
+    if print_key:
+        key = "null" if record.key is None else record.key.decode(errors="backslashreplace")
+        return f"{key}\t{value}"
+    return value
+
+
+def _consume(
+    log: ObjectLog | HttpObjectLog, positions: dict[int, int], topic: str, timeout_s: float
+) -> Iterator[Record]:
+    idle_since = time.monotonic()
+    while True:
+        requests = [FetchRequest(topic, p, offset) for p, offset in positions.items()]
+        got_any = False
+        for result in log.fetch_many(requests):
+            positions[result.partition] = result.next_offset
+            for record in result.records:
+                got_any = True
+                yield record
+        if got_any:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= timeout_s:
+            return
+        else:
+            time.sleep(FETCH_WAIT_S)
+
+
+@main.command()
+@click.argument("topic")
+@click.option(
+    "--from-beginning", is_flag=True, help="start at the earliest offset (default: latest)"
+)
+@click.option("--offset", type=int, help="start at this offset (needs --partition)")
+@click.option("--partition", type=int, help="read only this partition")
+@click.option("--max-records", type=int, help="exit after this many records")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=5.0,
+    show_default=True,
+    type=float,
+    help="exit after this many idle seconds",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--print-key", is_flag=True, help="text format: print key<TAB>value")
+@click.option(
+    "--group",
+    help="read as a member of this consumer group: start at its committed offsets (else "
+    "earliest with --from-beginning, latest without), commit what was printed",
+)
+@click.pass_context
+@clear_errors
+def consume(
+    ctx: click.Context,
+    topic: str,
+    from_beginning: bool,
+    offset: int | None,
+    partition: int | None,
+    max_records: int | None,
+    timeout_s: float,
+    fmt: str,
+    print_key: bool,
+    group: str | None,
+) -> None:
+    """Print records of a topic (all partitions, or one)."""
+    if offset is not None and partition is None:
+        raise click.UsageError("--offset needs --partition")
+    if offset is not None and from_beginning:
+        raise click.UsageError("--offset and --from-beginning exclude each other")
+    if group is not None and (offset is not None or partition is not None):
+        raise click.UsageError("--group assigns partitions itself: drop --offset/--partition")
+    log = _log(ctx)
+    if group is not None:
+        reset = "earliest" if from_beginning else "latest"
+        count = _consume_in_group(log, group, topic, reset, max_records, timeout_s, fmt, print_key)
+        click.echo(f"Processed a total of {count} messages", err=True)
+        return
+    info = log.topic(topic)
+    partitions = [partition] if partition is not None else list(range(info.partitions))
+    positions = {}
+    for p in partitions:
+        bounds = log.offsets(topic, p)
+        positions[p] = (
+            offset if offset is not None else bounds.earliest if from_beginning else bounds.latest
+        )
+    count = 0
+    for record in _consume(log, positions, topic, timeout_s):
+        click.echo(_format(record, fmt, print_key))
+        count += 1
+        if max_records is not None and count >= max_records:
+            break
+    click.echo(f"Processed a total of {count} messages", err=True)
+
+
+def _consume_in_group(
+    log: ObjectLog | HttpObjectLog,
+    group: str,
+    topic: str,
+    auto_offset_reset: str,
+    max_records: int | None,
+    timeout_s: float,
+    fmt: str,
+    print_key: bool,
+) -> int:
+    """Poll as a group member; commit after each printed batch (so nothing is skipped)."""
+    count = 0
+    idle_since = time.monotonic()
+    with log.consumer(
+        group=group,
+        topics=[topic],
+        auto_offset_reset=auto_offset_reset,
+        enable_auto_commit=False,
+        client_id="objectlog-console-consumer",
+    ) as consumer:
+        while max_records is None or count < max_records:
+            limit = None if max_records is None else max_records - count
+            records = consumer.poll(timeout=FETCH_WAIT_S, max_records=limit)
+            for record in records:
+                click.echo(_format(record, fmt, print_key))
+            count += len(records)
+            if records:
+                consumer.commit()
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= timeout_s:
+                break
+    return count
+
+
+# ---- consumer groups ----------------------------------------------------------------------
+
+
+@main.group()
+def groups() -> None:
+    """Consumer groups (as kafka-consumer-groups.sh)."""
+
+
+@groups.command("list")
+@click.pass_context
+@clear_errors
+def groups_list(ctx: click.Context) -> None:
+    for name in _log(ctx).groups.list_groups():
+        click.echo(name)
+
+
+@groups.command("describe")
+@click.argument("group")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.pass_context
+@clear_errors
+def groups_describe(ctx: click.Context, group: str, as_json: bool) -> None:
+    """Members, committed offsets, log end offsets and lag per partition."""
+    described = _log(ctx).groups.describe(group)
+    owners = {tp: m for m in described.members for tp in m.assigned}
+    rows = []
+    for p in described.offsets:
+        member = owners.get(TopicPartition(p.topic, p.partition))
+        rows.append(
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                "current_offset": p.committed,
+                "log_start_offset": p.log_start_offset,
+                "log_end_offset": p.high_watermark,
+                "lag": p.lag,
+                "consumer_id": member.member_id if member else None,
+                "client_id": member.client_id if member else None,
+            }
+        )
+    if as_json:
+        summary = {
+            "group": described.group,
+            "state": described.state,
+            "generation": described.generation,
+            "strategy": described.strategy,
+            "members": len(described.members),
+            "total_lag": described.total_lag,
+            "partitions": rows,
+        }
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(
+        f"Group {described.group}: {described.state}, generation {described.generation}, "
+        f"{len(described.members)} member(s), strategy {described.strategy}, "
+        f"total lag {described.total_lag}"
+    )
+    columns = ("topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id")
+    table: list[list[str]] = [[c.upper().replace("_", "-") for c in columns]]
+    table += [["-" if row[c] is None else str(row[c]) for c in columns] for row in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    for r in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+
+
+@groups.command("reset-offsets")
+@click.argument("group")
+@click.option("--topic", "topics", multiple=True, required=True, help="repeatable")
+@click.option("--to-earliest", "to", flag_value="earliest", help="the log start")
+@click.option("--to-latest", "to", flag_value="latest", help="the high watermark")
+@click.option("--to-datetime", help="ISO 8601 (e.g. 2026-11-01T00:00:00Z): first offset at/after")
+@click.option("--to-offset", type=int, help="this offset in every partition (clamped)")
+@click.option("--shift-by", type=int, help="move the committed offsets by N (may be negative)")
+@click.option("--execute", is_flag=True, help="store the new offsets (default: only show them)")
+@click.pass_context
+@clear_errors
+def groups_reset_offsets(
+    ctx: click.Context,
+    group: str,
+    topics: tuple[str, ...],
+    to: str | None,
+    to_datetime: str | None,
+    to_offset: int | None,
+    shift_by: int | None,
+    execute: bool,
+) -> None:
+    """Move an empty group's offsets; a dry run unless --execute, as in Kafka's tool."""
+    chosen = [x for x in (to, to_datetime, to_offset, shift_by) if x is not None]
+    if len(chosen) != 1:
+        raise click.UsageError(
+            "give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, --shift-by"
+        )
+    log = _log(ctx)
+    options: dict[str, Any] = {"dry_run": not execute}
+    if to is not None:
+        options["to"] = to
+    elif to_datetime is not None:
+        options.update(to="timestamp", timestamp_ms=_parse_datetime_ms(to_datetime))
+    elif to_offset is not None:
+        partitions = [(t, p) for t in topics for p in range(log.topic(t).partitions)]
+        options.update(to="offset", offsets=dict.fromkeys(partitions, to_offset))
+    else:
+        options.update(to="current", shift_by=shift_by)
+    targets = log.groups.reset_offsets(group, list(topics), **options)
+    for tp, offset in sorted(targets.items()):
+        click.echo(f"{tp.topic}\t{tp.partition}\t{offset}")
+    verb = "Reset" if execute else "Would reset (dry run; add --execute)"
+    click.echo(f"{verb} {len(targets)} partition(s) of group {group}.", err=True)
+
+
+def _parse_datetime_ms(text: str) -> int:
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 date-time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+@groups.command("delete")
+@click.argument("group")
+@click.pass_context
+@clear_errors
+def groups_delete(ctx: click.Context, group: str) -> None:
+    """Delete an empty group and its committed offsets."""
+    _log(ctx).groups.delete_group(group)
+    click.echo(f"Deleted group {group}.", err=True)
+
+
+# ---- compact -----------------------------------------------------------------------------
+
+
+@main.command()
+@click.option(
+    "--topic", "topics", multiple=True, help="compact this topic (repeatable; default: all)"
+)
+@click.option("--once", is_flag=True, help="run once and exit (default: every --interval seconds)")
+@click.option("--dry-run", is_flag=True, help="only report what a run would do")
+@click.option(
+    "--interval",
+    "interval_s",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="seconds between runs",
+)
+@click.option(
+    "--target-mib",
+    type=click.FloatRange(min=0, min_open=True),
+    help="L1 file size in MiB (default: 64)",
+)
+@click.option(
+    "--gc-min-age-ms",
+    envvar="OBJECTLOG_GC_MIN_AGE_MS",
+    type=click.IntRange(min=0),
+    help="delete unreferenced objects older than this (default: one hour)",
+)
+@click.pass_context
+@clear_errors
+def compact(
+    ctx: click.Context,
+    topics: tuple[str, ...],
+    once: bool,
+    dry_run: bool,
+    interval_s: float,
+    target_mib: float | None,
+    gc_min_age_ms: int | None,
+) -> None:
+    """Compact partitions (retention, L0 -> L1 merges), then collect garbage, as the
+    scheduled compact function does; every --interval seconds until Ctrl-C unless --once."""
+    log = _direct_log(ctx)
+    settings = CompactionSettings()
+    if target_mib is not None:
+        settings = CompactionSettings(target_file_bytes=max(1, int(target_mib * MIB)))
+    try:
+        while True:
+            try:
+                _compact_once(log, list(dict.fromkeys(topics)), dry_run, settings, gc_min_age_ms)
+            except ObjectLogError as e:
+                if once or not e.retriable:
+                    raise
+                click.echo(f"error: {e.message} (next run in {interval_s:g}s)", err=True)
+            if once:
+                return
+            _wait_for_next_run(interval_s)
+    except KeyboardInterrupt:
+        click.echo("stopped.", err=True)
+
+
+def _direct_log(ctx: click.Context) -> ObjectLog:
+    """Compaction needs S3 and DynamoDB themselves: with --api-url, connect to them anyway."""
+    log = _log(ctx)
+    if isinstance(log, ObjectLog):
+        return log
+    log.close()
+    assert ctx.parent is not None
+    params = ctx.parent.params
+    overrides: dict[str, Any] = {
+        "bucket": params["bucket"],
+        "table": params["table"],
+        "prefix": params["prefix"],
+    }
+    if params["endpoint_url"]:
+        overrides.update(
+            s3_endpoint=params["endpoint_url"], dynamodb_endpoint=params["endpoint_url"]
+        )
+    click.echo("compact talks to S3 and DynamoDB directly: ignoring --api-url.", err=True)
+    return ObjectLog(Config.from_env(**overrides))
+
+
+def _wait_for_next_run(interval_s: float) -> None:
+    time.sleep(interval_s)
+
+
+def _compact_once(
+    log: ObjectLog,
+    topics: list[str],
+    dry_run: bool,
+    settings: CompactionSettings,
+    gc_min_age_ms: int | None,
+) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    names = topics or log.list_topics()
+    total = sum(log.topic(name, fresh=True).partitions for name in names)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    verb = "checking" if dry_run else "compacting"
+    with progress:
+        task = progress.add_task(f"{verb} {len(names)} topic(s)", total=total)
+
+        def advance(report: PartitionReport) -> None:
+            progress.advance(task)
+            done = progress.tasks[task].completed >= total
+            progress.update(
+                task,
+                description="collecting garbage"
+                if done
+                else f"{verb} (last: {report.topic}[{report.partition}])",
+            )
+
+        report = run_maintenance(
+            log,
+            names,
+            dry_run=dry_run,
+            settings=settings,
+            gc_min_age_ms=gc_min_age_ms,
+            on_partition=advance,
+        )
+    _print_maintenance(report)
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _print_maintenance(report: MaintenanceReport) -> None:
+    dry = report.dry_run
+    columns = ["TOPIC", "PARTITION", "RESULT", "BYTES", "LOG-START"]
+    table: list[list[str]] = [columns]
+    for p in report.partitions:
+        retention = p.log_start_after > p.log_start_before
+        if p.skipped:
+            result = f"skipped: {p.skipped}"
+        elif dry:
+            result = f"would {'drop or merge' if retention else 'merge'} {p.refs_in} ref(s)"
+        else:
+            done = []
+            if p.refs_in or p.files_written:
+                done.append(f"merged {p.refs_in} ref(s) into {p.files_written} file(s)")
+            if retention:
+                done.append("retention moved the log start")
+            result = "; ".join(done) or "nothing to do"
+        out = "?" if dry else _size(p.bytes_out)
+        table.append(
+            [
+                p.topic,
+                str(p.partition),
+                result,
+                "-" if p.skipped else f"{_size(p.bytes_in)} -> {out}",
+                f"{p.log_start_before} -> {p.log_start_after}",
+            ]
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    for r in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    gc = report.gc
+    if gc is None:
+        click.echo("GC: not run.")
+        return
+    if dry:
+        click.echo(
+            f"GC (dry run): would delete {len(gc.deleted)} object(s), {_size(gc.deleted_bytes)} "
+            f"(scanned {gc.scanned}, referenced {gc.referenced})" + (":" if gc.deleted else ".")
+        )
+        for key in gc.deleted:
+            click.echo(f"  {key}")
+    else:
+        click.echo(
+            f"GC: deleted {len(gc.deleted)} object(s), {_size(gc.deleted_bytes)} "
+            f"(scanned {gc.scanned}, referenced {gc.referenced})."
+        )
+    click.echo(
+        f"{'Would merge' if dry else 'Merged'} {report.segments_merged} segment ref(s) in "
+        f"{len(report.partitions)} partition(s) in {report.seconds:.1f}s.",
+        err=True,
+    )
+
+
+# ---- verify -------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--ops", default=2_000, show_default=True, type=click.IntRange(min=1))
+@click.option("--seconds", default=600.0, show_default=True, type=float, help="at most")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option(
+    "--faults",
+    default="all",
+    show_default=True,
+    help="all, none, or a comma-separated list of kinds (see objectlog.tools.verify.workload)",
+)
+@click.option("--share", default=0.05, show_default=True, type=float, help="of calls, per kind")
+@click.option("--bad-input/--no-bad-input", default=True, help="also send the hostile corpus")
+@clear_errors
+def verify(ops: int, seconds: float, seed: int, faults: str, share: float, bad_input: bool) -> None:
+    """Run the Jepsen-style workload on an embedded stack and check its history; exit 1 on
+    any anomaly."""
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from objectlog.tools.verify.report import render
+    from objectlog.tools.verify.workload import WorkloadConfig, run_workload, with_faults
+
+    try:
+        config = with_faults(WorkloadConfig(ops=ops, seconds=seconds, seed=seed), faults)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--faults") from None
+    config = replace(config, share=share)
+    from objectlog.telemetry import logger as handler_logger
+
+    handler_logger.setLevel("CRITICAL")  # the handlers' error logs are the faults at work
+    console = Console()
+    with console.status(f"running {ops:,} produce operations with faults: {faults}"):
+        result = run_workload(config)
+    render(result, console)
+    failed = not result.verdict.ok
+    if bad_input:
+        failed |= not _check_bad_input(console)
+    sys.exit(1 if failed else 0)
+
+
+def _check_bad_input(console: Any) -> bool:
+    from objectlog.tools.embedded import EmbeddedAWS
+    from objectlog.tools.gateway import local_api
+    from objectlog.tools.verify.bad_input import CORPUS, TOPIC, run_corpus
+
+    with EmbeddedAWS(port=0) as aws:
+        config = Config.from_env(
+            bucket="verify-bad-input",
+            table="verify-bad-input",
+            s3_endpoint=aws.endpoint_url,
+            dynamodb_endpoint=aws.endpoint_url,
+        )
+        with ObjectLog(config) as log:
+            log.ensure_resources()
+            log.create_topic(TOPIC, config={"max.message.bytes": "1000"})
+            gateway = local_api(lambda: log)
+            url = gateway.start(port=0)
+            try:
+                outcomes = run_corpus(url)
+            finally:
+                gateway.stop()
+            stored = sum(1 for _ in log.store.list(config.prefix + "l0/"))
+    bad = [o for o in outcomes if not o.ok]
+    console.print(
+        f"bad input: {len(CORPUS)} hostile requests, {len(CORPUS) - len(bad)} got a 4xx with "
+        f"a message, {stored} objects stored"
+    )
+    for outcome in bad:
+        console.print(f"  [red]{outcome.case.name}[/]: {outcome.status} {outcome.message}")
+    return not bad and stored == 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

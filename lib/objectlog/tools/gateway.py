@@ -1,0 +1,221 @@
+"""A local API Gateway HTTP API: HTTP in, payload v2 events to in-process handlers, HTTP out.
+
+Like `sam local start-api`: each request becomes the event API Gateway would send (version
+2.0: routeKey, rawPath, rawQueryString, lower-cased headers, queryStringParameters,
+pathParameters, requestContext, base64 body for binary content) plus a Lambda context, and the
+handler's result (statusCode, headers, cookies, body, isBase64Encoded) becomes the response.
+Requests that match no route go to the default target, as a `$default` route does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from werkzeug.wrappers import Request
+from werkzeug.wrappers import Response as WsgiResponse
+
+from objectlog.tools.wsgi_server import BackgroundWsgiServer
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+LAMBDA_PAYLOAD_LIMIT = 6 * 1024 * 1024
+TEXT_TYPES = ("application/json", "text/", "application/xml", "application/vnd.kafka")
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # API Gateway form: /topics/{topic}
+    target: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.method} {self.path}"
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        if method != self.method:
+            return None
+        names = re.findall(r"\{([^/}]+)\}", self.path)
+        pattern = "^" + re.sub(r"\{[^/}]+\}", "([^/]+)", self.path) + "$"
+        found = re.match(pattern, path)
+        return dict(zip(names, found.groups(), strict=True)) if found else None
+
+
+@dataclass
+class LambdaContext:
+    """The context fields Powertools and our handlers read."""
+
+    function_name: str
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 1024
+    timeout_s: float = 30.0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:us-east-1:000000000000:function:{self.function_name}"
+
+    @property
+    def log_group_name(self) -> str:
+        return f"/aws/lambda/{self.function_name}"
+
+    @property
+    def log_stream_name(self) -> str:
+        return time.strftime("%Y/%m/%d/[$LATEST]local")
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.timeout_s - (time.monotonic() - self.started)) * 1000))
+
+
+def is_text(content_type: str) -> bool:
+    return content_type.startswith(TEXT_TYPES) or not content_type
+
+
+def build_event(
+    request: Request, route: Route | None, path_parameters: dict[str, str]
+) -> dict[str, Any]:
+    raw_body = request.get_data()
+    content_type = request.headers.get("content-type", "")
+    binary = bool(raw_body) and not is_text(content_type)
+    headers: dict[str, str] = {}
+    for name, value in request.headers.items():
+        lower = name.lower()
+        headers[lower] = f"{headers[lower]},{value}" if lower in headers else value
+    cookies = [c.strip() for c in headers.pop("cookie", "").split(";") if c.strip()]
+    query_pairs = parse_qsl(request.query_string.decode(), keep_blank_values=True)
+    query: dict[str, str] = {}
+    for name, value in query_pairs:
+        query[name] = f"{query[name]},{value}" if name in query else value
+    now = time.time()
+    route_key = route.key if route else "$default"
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": request.path,
+        "rawQueryString": request.query_string.decode(),
+        "headers": headers,
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": request.host,
+            "domainPrefix": request.host.split(".")[0],
+            "http": {
+                "method": request.method,
+                "path": request.path,
+                "protocol": request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+                "sourceIp": request.remote_addr or "127.0.0.1",
+                "userAgent": request.headers.get("user-agent", ""),
+            },
+            "requestId": uuid.uuid4().hex,
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+        },
+        "isBase64Encoded": binary,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if query:
+        event["queryStringParameters"] = query
+    if path_parameters:
+        event["pathParameters"] = path_parameters
+    if raw_body:
+        event["body"] = (
+            base64.b64encode(raw_body).decode() if binary else raw_body.decode("utf-8", "replace")
+        )
+    return event
+
+
+def to_response(result: dict[str, Any] | Any) -> WsgiResponse:
+    if not isinstance(result, dict) or "statusCode" not in result:
+        # payload v2 lets a function return a bare JSON value: 200 with it as the body
+        return WsgiResponse(json.dumps(result), 200, content_type="application/json")
+    body = result.get("body") or ""
+    data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+    response = WsgiResponse(data, result["statusCode"])
+    for name, value in (result.get("headers") or {}).items():
+        response.headers[name] = str(value)
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        for value in values:
+            response.headers.add(name, str(value))
+    for cookie in result.get("cookies") or []:
+        response.headers.add("Set-Cookie", cookie)
+    return response
+
+
+def json_error(status: int, message: str) -> WsgiResponse:
+    return WsgiResponse(json.dumps({"message": message}), status, content_type="application/json")
+
+
+class LocalGateway:
+    """Routes HTTP requests to handlers by (method, path), as API Gateway's HTTP API does."""
+
+    def __init__(
+        self,
+        routes: Iterable[Route],
+        targets: dict[str, Handler],
+        default_target: str | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.routes = list(routes)
+        self.targets = targets
+        self.default_target = default_target
+        self.timeout_s = timeout_s
+        self._server = BackgroundWsgiServer("local-gateway")
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        request = Request(environ)
+        return self.dispatch(request)(environ, start_response)
+
+    def dispatch(self, request: Request) -> WsgiResponse:
+        if request.content_length and request.content_length > LAMBDA_PAYLOAD_LIMIT:
+            return json_error(413, "Request Entity Too Large")
+        route, parameters = self._route(request.method, request.path)
+        target = route.target if route else self.default_target
+        if target is None:
+            return json_error(404, "Not Found")
+        event = build_event(request, route, parameters)
+        context = LambdaContext(function_name=target, timeout_s=self.timeout_s)
+        try:
+            return to_response(self.targets[target](event, context))
+        except Exception:  # what API Gateway answers when the integration fails
+            return json_error(500, "Internal Server Error")
+
+    def _route(self, method: str, path: str) -> tuple[Route | None, dict[str, str]]:
+        for route in self.routes:
+            parameters = route.match(method, path)
+            if parameters is not None:
+                return route, parameters
+        return None, {}
+
+    # ---- serving -----------------------------------------------------------------------
+
+    def start(self, host: str = "127.0.0.1", port: int = 8080) -> str:
+        port = self._server.start(self, host, port)
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+def local_api(log_factory: Callable[[], Any]) -> LocalGateway:
+    """The objectlog API served from this process's produce and fetch handlers."""
+    from objectlog.http.app import lambda_handler
+    from objectlog.http.routes import FETCH, PRODUCE, ROUTES
+
+    targets = {
+        PRODUCE: lambda_handler(PRODUCE, log_factory),
+        FETCH: lambda_handler(FETCH, log_factory),
+    }
+    return LocalGateway([Route(m, p, t) for m, p, t in ROUTES], targets, default_target=FETCH)

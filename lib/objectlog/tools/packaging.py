@@ -1,0 +1,664 @@
+"""Build the Lambda artifacts: one layer (objectlog and its dependencies) and one small zip per
+function, reproducibly.
+
+    python -m objectlog.tools.packaging          # build/lambda: wheels for linux arm64, py3.12
+    python -m objectlog.tools.packaging --light  # build/lambda-light: no dependencies (tests)
+
+``layer.zip`` holds ``python/objectlog/`` (from ``lib/objectlog``) and every runtime dependency
+(``pyproject.toml``'s dependencies and the ``lambda`` extra), installed from manylinux wheels
+for the target platform (``pip download --platform``), never from this machine's own build.
+Versions are pinned to the ones installed in the running environment (the versions the test
+suite ran with), so a rebuild picks the same wheels. ``<function>.zip`` holds
+``functions/<function>/`` at its root, so every handler is ``handler.handler``.
+
+The zips are reproducible: entries sorted, timestamps fixed (1980-01-01), permissions 0644
+(0755 where the file is executable), no ``__pycache__``, no console scripts (their shebang
+names this machine's interpreter). Building twice gives byte-identical zips.
+
+Lambda allows 250 MB unzipped for a function and its layers together; the build fails if the
+layer and the largest function exceed it, and prints every size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import base64
+import fnmatch
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import zipfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+LAMBDA_UNZIPPED_LIMIT = 250 * 2**20  # a function and all its layers, unzipped (262,144,000 B)
+LAMBDA_DIRECT_UPLOAD_LIMIT = 50 * 1024 * 1024  # larger zips must go through S3
+FIXED_DATE = (1980, 1, 1, 0, 0, 0)
+DEFAULT_PYTHON = "3.12"
+# Lambda's python3.12 runtime is Amazon Linux 2023 (glibc 2.34): manylinux2014 and
+# manylinux_2_28 wheels both run there (pyarrow publishes only the latter for arm64 now).
+# x86_64 exists for the smoke test, which runs the layer on this machine.
+PLATFORMS = {
+    "arm64": ("manylinux2014_aarch64", "manylinux_2_28_aarch64"),
+    "x86_64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),
+}
+DEFAULT_ARCH = "arm64"
+LAYER = "layer"
+# Not needed at run time; left out of the layer to save space (measured in docs/deploy.md).
+PRUNED_DIRS = {"__pycache__", "tests", "test"}
+PRUNED_PATHS = ("pyarrow/include/", "pyarrow/src/", "numpy/_core/include/", "numpy/f2py/")
+PRUNED_SUFFIXES = (".pyc", ".pyx", ".pxd", ".pxi", ".h", ".hpp", ".cc", ".c")
+# pyarrow's Arrow Flight RPC (30 MB) and its S3 filesystem (16 MB): objectlog reads S3 through
+# boto3/aioboto3 and never imports pyarrow.flight; pyarrow.fs treats a missing _s3fs as "not
+# built with S3". tests/test_terraform.py runs the handlers from an x86_64 layer pruned the
+# same way, so a needed file pruned here fails a test.
+PRUNED_GLOBS = (
+    "pyarrow/libarrow_flight.so*",
+    "pyarrow/libarrow_python_flight.so*",
+    "pyarrow/_flight.cpython-*.so",
+    "pyarrow/libarrow_s3.so*",
+    "pyarrow/_s3fs.cpython-*.so",
+)
+CONSOLE_SCRIPT_DIR = "bin/"
+
+
+class PackagingError(RuntimeError):
+    pass
+
+
+@dataclass
+class Artifact:
+    name: str
+    path: Path
+    files: int
+    unzipped_bytes: int
+    zipped_bytes: int
+    sha256: str  # base64, as Lambda's CodeSha256 and Terraform's filebase64sha256
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "file": self.path.name,
+            "files": self.files,
+            "unzipped_bytes": self.unzipped_bytes,
+            "zipped_bytes": self.zipped_bytes,
+            "sha256_base64": self.sha256,
+        }
+
+
+@dataclass
+class BuildResult:
+    out_dir: Path
+    light: bool
+    python: str
+    arch: str
+    layer: Artifact = field(init=False)
+    functions: dict[str, Artifact] = field(default_factory=dict)
+    distributions: dict[str, str] = field(default_factory=dict)
+    # imported by the handlers, not declared in pyproject.toml (added to the layer anyway)
+    undeclared: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def largest_total_unzipped(self) -> int:
+        """The layer and the largest function together: what Lambda's 250 MB limit applies to."""
+        return self.layer.unzipped_bytes + max(a.unzipped_bytes for a in self.functions.values())
+
+    def manifest(self) -> dict[str, object]:
+        return {
+            "light": self.light,
+            "python": self.python,
+            "arch": self.arch,
+            "platforms": [] if self.light else list(PLATFORMS[self.arch]),
+            "layer": self.layer.to_dict(),
+            "functions": {name: a.to_dict() for name, a in sorted(self.functions.items())},
+            "distributions": dict(sorted(self.distributions.items())),
+            "largest_total_unzipped_bytes": self.largest_total_unzipped,
+            "lambda_unzipped_limit_bytes": LAMBDA_UNZIPPED_LIMIT,
+        }
+
+    def report(self) -> str:
+        rows = [("artifact", "files", "unzipped", "zipped")]
+        for artifact in [self.layer, *(self.functions[n] for n in sorted(self.functions))]:
+            rows.append(
+                (
+                    artifact.path.name,
+                    str(artifact.files),
+                    _mb(artifact.unzipped_bytes),
+                    _mb(artifact.zipped_bytes),
+                )
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        lines = [
+            "  ".join(
+                cell.rjust(w) if i else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            )
+            for row in rows
+        ]
+        kind = "light: no dependencies" if self.light else f"python{self.python} linux {self.arch}"
+        lines.append(
+            f"layer + largest function: {_mb(self.largest_total_unzipped)} unzipped of Lambda's "
+            f"{_mb(LAMBDA_UNZIPPED_LIMIT)} limit ({kind}; built in {self.seconds:.1f} s)"
+        )
+        if self.layer.zipped_bytes > LAMBDA_DIRECT_UPLOAD_LIMIT:
+            lines.append(
+                f"layer.zip is over Lambda's {_mb(LAMBDA_DIRECT_UPLOAD_LIMIT)} direct-upload "
+                "limit: Terraform uploads it to the artifact bucket (S3) first"
+            )
+        if self.undeclared:
+            lines.append(
+                "note: the handlers import these distributions, which pyproject.toml's "
+                "dependencies and lambda extra do not declare directly (added to the layer): "
+                + ", ".join(self.undeclared)
+            )
+        lines.append(f"-> {self.out_dir}")
+        return "\n".join(lines)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.1f} KiB"
+
+
+# ---- dependencies ---------------------------------------------------------------------------
+
+
+def runtime_requirements(root: Path = REPO_ROOT) -> list[str]:
+    """pyproject.toml's dependencies plus the ``lambda`` extra: what the functions import."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["lambda"]]
+
+
+def installed_pins(exclude: Iterable[str] = ("objectlog",)) -> dict[str, str]:
+    """name -> version of every distribution installed here (the versions tests ran with)."""
+    skip = {_canonical(name) for name in exclude}
+    pins: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if name and _canonical(name) not in skip:
+            pins[_canonical(name)] = dist.version
+    return dict(sorted(pins.items()))
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pip(args: Sequence[str], *, isolated: bool = False) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pip", *(["--isolated"] if isolated else []), *args]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise PackagingError(
+            f"pip failed ({result.returncode}): {' '.join(command)}\n{result.stdout[-3000:]}"
+            f"\n{result.stderr[-3000:]}"
+        )
+    return result
+
+
+def _target_args(python: str, arch: str) -> list[str]:
+    abi = "cp" + python.replace(".", "")
+    args = ["--only-binary=:all:", "--python-version", python, "--implementation", "cp"]
+    args += ["--abi", abi]
+    for platform in PLATFORMS[arch]:
+        args += ["--platform", platform]
+    return args
+
+
+def fetch_wheels(
+    python: str, arch: str, cache: Path, requirements: Path, constraints: Path
+) -> None:
+    """Wheels for the target platform into cache: offline from the cache when it already holds
+    them all, else from the package index."""
+    cache.mkdir(parents=True, exist_ok=True)
+    common = ["download", "--quiet", "--dest", str(cache), *_target_args(python, arch)]
+    common += ["-r", str(requirements), "-c", str(constraints)]
+    try:
+        _pip([*common, "--no-index", "--find-links", str(cache)], isolated=True)
+    except PackagingError:
+        _pip(common)
+
+
+def install_wheels(
+    python: str, arch: str, cache: Path, requirements: Path, constraints: Path, target: Path
+) -> None:
+    _pip(
+        [
+            "install",
+            "--quiet",
+            "--no-index",
+            "--find-links",
+            str(cache),
+            "--target",
+            str(target),
+            "--no-compile",
+            *_target_args(python, arch),
+            "-r",
+            str(requirements),
+            "-c",
+            str(constraints),
+        ],
+        isolated=True,
+    )
+
+
+def installed_distributions(site: Path) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for info in site.glob("*.dist-info"):
+        metadata = (info / "METADATA").read_text(errors="replace")
+        name = re.search(r"^Name: (.+)$", metadata, re.M)
+        version = re.search(r"^Version: (.+)$", metadata, re.M)
+        if name and version:
+            found[_canonical(name.group(1).strip())] = version.group(1).strip()
+    return dict(sorted(found.items()))
+
+
+# ---- what the handlers import -----------------------------------------------------------
+
+
+def _is_type_checking(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
+    """Absolute names of every module imported anywhere in tree (lazy imports in functions
+    included), except under ``if TYPE_CHECKING:``."""
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.stmt) and _is_type_checking(node):
+            pending.extend(node.orelse)  # type: ignore[attr-defined]
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module if is_package else module.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}" if base else package
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def handler_imports(root: Path = REPO_ROOT) -> set[str]:
+    """Top-level names of the third-party modules the functions' handlers can import, following
+    objectlog's own modules from functions/*/handler.py (stdlib left out)."""
+    return _walk_handlers(root)[0]
+
+
+def handler_library_files(root: Path = REPO_ROOT) -> set[Path]:
+    """The files of lib/objectlog the functions' handlers can import."""
+    return _walk_handlers(root)[1]
+
+
+def _walk_handlers(root: Path) -> tuple[set[str], set[Path]]:
+    library = root / "lib"
+    queue: list[tuple[Path, str, bool]] = [
+        (path, "handler", False) for path in (root / "functions").glob("*/handler.py")
+    ]
+    seen: set[Path] = set()
+    third_party: set[str] = set()
+    while queue:
+        path, module, is_package = queue.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in _imports(ast.parse(path.read_text(), str(path)), module, is_package):
+            top = name.split(".")[0]
+            if top != "objectlog":
+                if top and top not in sys.stdlib_module_names and top != "__future__":
+                    third_party.add(top)
+                continue
+            parts = name.split(".")
+            for depth in range(1, len(parts) + 1):  # parent packages run their __init__
+                dotted = ".".join(parts[:depth])
+                as_package = library.joinpath(*parts[:depth], "__init__.py")
+                as_module = library.joinpath(*parts[: depth - 1], parts[depth - 1] + ".py")
+                if as_package.exists():
+                    queue.append((as_package, dotted, True))
+                elif as_module.exists():
+                    queue.append((as_module, dotted, False))
+    return third_party, {p for p in seen if library in p.parents}
+
+
+def distributions_of(modules: Iterable[str]) -> dict[str, str]:
+    """module -> the distribution installed here that provides it."""
+    provided = importlib.metadata.packages_distributions()
+    found: dict[str, str] = {}
+    for module in sorted(modules):
+        names = provided.get(module)
+        if not names:
+            raise PackagingError(
+                f"the handlers import {module!r}, which no installed distribution provides"
+            )
+        found[module] = _canonical(names[0])
+    return found
+
+
+def requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    if not match:
+        raise PackagingError(f"cannot read the requirement {requirement!r}")
+    return _canonical(match.group(1))
+
+
+def layer_has_module(site: Path, module: str) -> bool:
+    return (
+        (site / module).is_dir()
+        or any(site.glob(f"{module}.py"))
+        or any(site.glob(f"{module}.*.so"))
+    )
+
+
+# ---- zips -----------------------------------------------------------------------------------
+
+
+def _pruned(relative: str) -> bool:
+    parts = relative.split("/")
+    if any(part in PRUNED_DIRS for part in parts[:-1]):
+        return True
+    if relative.endswith(PRUNED_SUFFIXES) or relative.startswith(PRUNED_PATHS):
+        return True
+    return any(fnmatch.fnmatchcase(relative, pattern) for pattern in PRUNED_GLOBS)
+
+
+def collect(source: Path, prefix: str = "", *, prune: bool = False) -> list[tuple[str, Path]]:
+    """(archive name, file) for every file below source, sorted by archive name."""
+    entries: list[tuple[str, Path]] = []
+    for path in source.rglob("*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        relative = path.relative_to(source).as_posix()
+        if "__pycache__" in relative.split("/") or relative.endswith(".pyc"):
+            continue
+        if prune and (_pruned(relative) or relative.startswith(CONSOLE_SCRIPT_DIR)):
+            continue
+        entries.append((prefix + relative, path))
+    return sorted(entries)
+
+
+def write_zip(name: str, entries: list[tuple[str, Path]], path: Path) -> Artifact:
+    """A reproducible zip: sorted entries, fixed timestamps and permissions, fixed compression."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".zip.tmp")
+    unzipped = 0
+    with zipfile.ZipFile(temporary, "w") as archive:
+        for arcname, source in sorted(entries):
+            info = zipfile.ZipInfo(arcname, date_time=FIXED_DATE)
+            mode = 0o755 if source.stat().st_mode & 0o111 else 0o644
+            info.external_attr = (0o100000 | mode) << 16
+            info.create_system = 3  # Unix, so the permissions above are honoured
+            info.compress_type = zipfile.ZIP_DEFLATED
+            data = source.read_bytes()
+            unzipped += len(data)
+            archive.writestr(info, data, compresslevel=6)
+    temporary.replace(path)
+    digest = hashlib.sha256(path.read_bytes()).digest()
+    return Artifact(
+        name=name,
+        path=path,
+        files=len(entries),
+        unzipped_bytes=unzipped,
+        zipped_bytes=path.stat().st_size,
+        sha256=base64.b64encode(digest).decode(),
+    )
+
+
+# ---- the build ------------------------------------------------------------------------------
+
+
+def function_names(root: Path = REPO_ROOT) -> list[str]:
+    return sorted(p.parent.name for p in (root / "functions").glob("*/handler.py"))
+
+
+def build(
+    out_dir: Path | None = None,
+    *,
+    light: bool = False,
+    python: str = DEFAULT_PYTHON,
+    arch: str = DEFAULT_ARCH,
+    root: Path = REPO_ROOT,
+    wheel_cache: Path | None = None,
+    pin: bool = True,
+) -> BuildResult:
+    """Build layer.zip and <function>.zip into out_dir and write manifest.json beside them."""
+    started = time.monotonic()
+    if not re.fullmatch(r"3\.1[1-9]", python):
+        raise PackagingError(f"python must be 3.11 or newer, like 3.12; got {python!r}")
+    if arch not in PLATFORMS:
+        raise PackagingError(f"arch must be one of {', '.join(PLATFORMS)}; got {arch!r}")
+    out_dir = out_dir or root / "build" / ("lambda-light" if light else "lambda")
+    functions = function_names(root)
+    if not functions:
+        raise PackagingError(f"no functions/*/handler.py under {root}")
+    result = BuildResult(out_dir=out_dir, light=light, python=python, arch=arch)
+    with tempfile.TemporaryDirectory(prefix="objectlog-layer-") as staging_name:
+        site = Path(staging_name) / "python"
+        site.mkdir()
+        if not light:
+            result.distributions, result.undeclared = _install_dependencies(
+                site, Path(staging_name), python, arch, root, wheel_cache, pin
+            )
+        library = root / "lib" / "objectlog"
+        if (site / "objectlog").exists():
+            raise PackagingError("a dependency installed a package named objectlog")
+        entries = collect(site, "python/", prune=True) + collect(library, "python/objectlog/")
+        result.layer = write_zip(LAYER, entries, out_dir / f"{LAYER}.zip")
+    result.functions = {
+        name: write_zip(name, collect(root / "functions" / name), out_dir / f"{name}.zip")
+        for name in functions
+    }
+    if result.largest_total_unzipped > LAMBDA_UNZIPPED_LIMIT:
+        raise PackagingError(
+            f"the layer and the largest function are {_mb(result.largest_total_unzipped)} "
+            f"unzipped, over Lambda's {_mb(LAMBDA_UNZIPPED_LIMIT)} limit"
+        )
+    (out_dir / "manifest.json").write_text(json.dumps(result.manifest(), indent=2) + "\n")
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _install_dependencies(
+    site: Path,
+    staging: Path,
+    python: str,
+    arch: str,
+    root: Path,
+    wheel_cache: Path | None,
+    pin: bool,
+) -> tuple[dict[str, str], list[str]]:
+    """Install the dependencies into site; (distribution -> version installed, distributions
+    the handlers import that pyproject.toml does not declare directly)."""
+    declared = runtime_requirements(root)
+    declared_names = {requirement_name(r) for r in declared}
+    imported = distributions_of(handler_imports(root))
+    undeclared = sorted(set(imported.values()) - declared_names)
+    requirements = staging / "requirements.txt"
+    requirements.write_text("\n".join([*declared, *undeclared]) + "\n")
+    constraints = staging / "constraints.txt"
+    pins = installed_pins() if pin else {}
+    constraints.write_text("".join(f"{n}=={v}\n" for n, v in pins.items()))
+    tag = f"cp{python.replace('.', '')}-{arch}"
+    cache = wheel_cache or root / "build" / "wheels" / tag
+    fetch_wheels(python, arch, cache, requirements, constraints)
+    install_wheels(python, arch, cache, requirements, constraints, site)
+    missing = sorted(m for m in imported if not layer_has_module(site, m))
+    if missing:
+        raise PackagingError(f"the layer lacks modules the handlers import: {', '.join(missing)}")
+    return installed_distributions(site), undeclared
+
+
+# ---- smoke test: run the handlers from a built layer, on this machine ----------------------
+
+SMOKE_SCRIPT = r"""
+import base64, json, os, sys, time, uuid, importlib.util
+
+function_dirs, out = json.loads(sys.argv[1]), sys.argv[2]
+
+
+class Context:
+    def __init__(self, name):
+        self.function_name = name
+        self.function_version = "$LATEST"
+        self.aws_request_id = str(uuid.uuid4())
+        self.memory_limit_in_mb = 1024
+        self.invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:" + name
+        self.log_group_name = "/aws/lambda/" + name
+        self.log_stream_name = "smoke"
+        self._deadline = time.monotonic() + 300
+
+    def get_remaining_time_in_millis(self):
+        return int((self._deadline - time.monotonic()) * 1000)
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(
+        "smoke_" + name, os.path.join(function_dirs[name], "handler.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.handler
+
+
+def http(method, path, route, body=None, params=None, query=None):
+    event = {
+        "version": "2.0", "routeKey": route, "rawPath": path,
+        "rawQueryString": "&".join(f"{k}={v}" for k, v in (query or {}).items()),
+        "headers": {"content-type": "application/json"},
+        "requestContext": {
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+                     "sourceIp": "127.0.0.1", "userAgent": "smoke"},
+            "requestId": uuid.uuid4().hex, "routeKey": route, "stage": "$default",
+            "accountId": "000000000000", "apiId": "smoke", "domainName": "smoke",
+            "domainPrefix": "smoke", "time": "01/Jan/2026:00:00:00 +0000", "timeEpoch": 0,
+        },
+        "isBase64Encoded": False,
+    }
+    if body is not None:
+        event["body"] = json.dumps(body)
+    if params:
+        event["pathParameters"] = params
+    if query:
+        event["queryStringParameters"] = query
+    return event
+
+
+from objectlog import ObjectLog
+
+ObjectLog.connect().ensure_resources()
+produce, fetch, compact = load("produce"), load("fetch"), load("compact")
+topic = "smoke-" + uuid.uuid4().hex[:8]
+results = {}
+r = produce(http("POST", "/topics", "POST /topics", {"name": topic, "partitions": 1}),
+            Context("produce"))
+results["create"] = r["statusCode"]
+value = base64.b64encode(b"hello").decode()
+for _ in range(3):
+    r = produce(http("POST", f"/topics/{topic}/records", "POST /topics/{topic}/records",
+                     {"records": [{"value": value, "partition": 0}]}, {"topic": topic}),
+                Context("produce"))
+    results.setdefault("produce", []).append(r["statusCode"])
+r = fetch(http("GET", f"/topics/{topic}/partitions/0/records",
+               "GET /topics/{topic}/partitions/{partition}/records", None,
+               {"topic": topic, "partition": "0"}, {"offset": "0"}), Context("fetch"))
+results["fetch"] = r["statusCode"]
+results["fetched"] = len(json.loads(r["body"])["records"])
+summary = compact({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}},
+                  Context("compact"))
+results["compact_finished"] = summary["finished"]
+import pyarrow, pydantic
+results["modules"] = {m.__name__: m.__file__ for m in (pyarrow, pydantic, sys.modules["objectlog"])}
+with open(out, "w") as f:
+    json.dump(results, f)
+"""
+
+
+def smoke(build_dir: Path, env: dict[str, str]) -> dict[str, object]:
+    """Run the handlers of a build on this machine, importing only from its zips (python -S:
+    no site-packages), against the AWS endpoint in env; the handlers' answers. The build must
+    be for this machine's platform and Python (``--arch x86_64 --python 3.11`` here)."""
+    import zipfile as _zipfile
+
+    with tempfile.TemporaryDirectory(prefix="objectlog-smoke-") as work_name:
+        work = Path(work_name)
+        with _zipfile.ZipFile(build_dir / f"{LAYER}.zip") as archive:
+            archive.extractall(work / "opt")
+        function_dirs = {}
+        for name in function_names():
+            target = work / "task" / name
+            with _zipfile.ZipFile(build_dir / f"{name}.zip") as archive:
+                archive.extractall(target)
+            function_dirs[name] = str(target)
+        out = work / "results.json"
+        child_env = {k: v for k, v in env.items() if not k.startswith("PYTHON")}
+        child_env["PYTHONPATH"] = str(work / "opt" / "python")  # Lambda's /opt/python
+        child_env["PYTHONNOUSERSITE"] = "1"
+        result = subprocess.run(
+            [sys.executable, "-S", "-c", SMOKE_SCRIPT, json.dumps(function_dirs), str(out)],
+            env=child_env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        if result.returncode != 0 or not out.exists():
+            raise PackagingError(
+                f"the handlers failed when run from {build_dir}:\n{result.stderr[-4000:]}"
+            )
+        answers: dict[str, object] = json.loads(out.read_text())
+        return answers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m objectlog.tools.packaging", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--light",
+        action="store_true",
+        help="no dependencies: the library and handlers only (for moto, which never runs them)",
+    )
+    parser.add_argument("--out", type=Path, help="output directory (build/lambda[-light])")
+    parser.add_argument("--python", default=DEFAULT_PYTHON, help="target Python (3.12)")
+    parser.add_argument(
+        "--arch",
+        default=DEFAULT_ARCH,
+        choices=sorted(PLATFORMS),
+        help="target architecture (arm64; x86_64 only for the local smoke test)",
+    )
+    parser.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="resolve the newest versions instead of pinning to this environment's",
+    )
+    args = parser.parse_args(argv)
+    try:
+        result = build(
+            args.out, light=args.light, python=args.python, arch=args.arch, pin=not args.no_pin
+        )
+    except PackagingError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(result.report())
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The verify table: operations, faults injected by kind, each anomaly count, the verdict."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from objectlog.tools.verify.checker import ANOMALIES
+from objectlog.tools.verify.workload import FAULT_KINDS, WorkloadResult
+
+
+def render(result: WorkloadResult, console: Console) -> None:
+    outcomes = result.outcomes
+    clients = sorted({client for client, _ in outcomes})
+    operations = Table(title=f"operations ({result.seconds:.0f} s)")
+    for column in ("client", "ok", "failed", "unknown", "all"):
+        operations.add_column(column, justify="left" if column == "client" else "right")
+    for client in clients:
+        row = [outcomes[(client, outcome)] for outcome in ("ok", "failed", "unknown")]
+        operations.add_row(client, *map(str, row), str(sum(row)))
+    polls = result.history.polls
+    operations.add_row(
+        "group (polls / records)", str(len(polls)), "", "", str(sum(len(p.records) for p in polls))
+    )
+    console.print(operations)
+
+    faults = Table(title="faults injected")
+    faults.add_column("kind")
+    faults.add_column("count", justify="right")
+    for kind in FAULT_KINDS:
+        enabled = kind in result.config.faults
+        faults.add_row(kind, str(result.faults.get(kind, 0)) if enabled else "off")
+    for event, count in sorted(result.history.events.items()):
+        faults.add_row(f"  event: {event}", str(count))
+    console.print(faults)
+
+    anomalies = Table(title="anomalies")
+    anomalies.add_column("anomaly")
+    anomalies.add_column("count", justify="right")
+    anomalies.add_column("examples")
+    for name in ANOMALIES:
+        count = result.verdict.counts[name]
+        examples = "; ".join(result.verdict.examples.get(name, []))
+        anomalies.add_row(name, str(count), examples)
+    console.print(anomalies)
+    verdict = "[bold green]PASS[/]: no anomaly" if result.verdict.ok else "[bold red]FAIL[/]"
+    console.print(f"verdict: {verdict}")

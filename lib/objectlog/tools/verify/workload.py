@@ -1,0 +1,487 @@
+"""The reliability workload (Jepsen's Kafka workload, on objectlog): run it, then check it.
+
+Against one endpoint (the embedded moto server by default), for a bounded number of produce
+operations or seconds, concurrently:
+
+- producers, each with its own clients: direct with idempotence, direct without, and one
+  through the HTTP API (the local gateway running the produce function's handler), sending
+  records with unique values to random partitions and recording what each send was told;
+- a consumer group whose members poll, process (record) and commit, and now and then crash
+  (abandoned, their lease lapses) or leave and rejoin;
+- two compactors with skewed clocks, compacting and collecting garbage in a loop;
+- a monitor sampling the group's committed offsets.
+
+Faults, each switchable and counted (FAULT_KINDS), are botocore event hooks on the workers'
+own clients and a wrapper on the gateway's produce function. After the run the producers and
+compactors stop, the group drains to the high watermark, garbage is collected once more, and a
+client with no faults reads every partition: ``checker.check`` finds the anomalies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from objectlog.clients.direct import ObjectLog
+from objectlog.clock import SystemClock
+from objectlog.compaction.compactor import CompactionSettings
+from objectlog.compaction.maintenance import collector_for, run_maintenance
+from objectlog.config import Config
+from objectlog.errors import CommitFailed, ErrorKind, ObjectLogError
+from objectlog.groups import TopicPartition
+from objectlog.tools.gateway import LocalGateway, local_api
+from objectlog.tools.verify.checker import FinalState, Verdict, check
+from objectlog.tools.verify.faults import FaultInjector, InjectedCrash, commits
+from objectlog.tools.verify.history import (
+    FAILED,
+    OK,
+    UNKNOWN,
+    CommittedSample,
+    History,
+    Poll,
+    Produce,
+)
+
+TOPIC = "verify"
+GROUP = "verify-group"
+FAULT_KINDS = (
+    "s3-503",
+    "s3-500",
+    "dynamodb-throttle",
+    "lost-answer",
+    "crash-before-commit",
+    "lost-reply-retry",
+    "slow-call",
+    "paused-producer",
+    "paused-lease-holder",
+    "compactor-killed",
+    "clock-skew",
+)
+CLIENTS = ("direct-idempotent", "direct-idempotent-2", "direct", "http")
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    ops: int = 2_000  # produce operations (records sent), at least
+    seconds: float = 120.0  # at most (the run stops at whichever comes first)
+    partitions: int = 4
+    members: int = 3
+    seed: int = 0
+    faults: frozenset[str] = frozenset(FAULT_KINDS)
+    share: float = 0.05  # of matching calls, per fault kind
+    session_timeout_ms: int = 1_500
+    gc_min_age_ms: int = 1_000
+    delete_grace_ms: int = 500
+    lease_ttl_ms: int = 1_000
+    skew_ms: int = 300
+    read_timeout_s: float = 2.0
+
+
+@dataclass
+class WorkloadResult:
+    config: WorkloadConfig
+    history: History
+    verdict: Verdict
+    faults: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    @property
+    def outcomes(self) -> Counter[tuple[str, str]]:
+        return Counter((op.client, op.outcome) for op in self.history.produces)
+
+
+class SkewedClock:
+    """The system clock, off by a fixed number of milliseconds (a lease holder's bad clock)."""
+
+    def __init__(self, skew_ms: int) -> None:
+        self.skew_ms = skew_ms
+
+    def now_ms(self) -> int:
+        return SystemClock().now_ms() + self.skew_ms
+
+
+def swaps(params: Any) -> bool:
+    """The compaction swap's UpdateItem on a partition head."""
+    return "SET ml = :ml, lso = :lso" in str(params.get("UpdateExpression", ""))
+
+
+def l1_or_index_puts(params: Any) -> bool:
+    key = str(params.get("Key", ""))
+    return "/partition=" in key or "/m-" in key or "/l-" in key
+
+
+def run_workload(config: WorkloadConfig, endpoint: str | None = None) -> WorkloadResult:
+    """Run the workload against endpoint (an embedded moto server when None); check it."""
+    with contextlib.ExitStack() as stack:
+        if endpoint is None:
+            from objectlog.tools.embedded import EmbeddedAWS
+
+            endpoint = stack.enter_context(EmbeddedAWS(port=0)).endpoint_url
+        return Workload(config, endpoint).run()
+
+
+class Workload:
+    def __init__(self, config: WorkloadConfig, endpoint: str) -> None:
+        self.config = config
+        self.rng = random.Random(config.seed)
+        suffix = uuid.uuid4().hex[:10]
+        self.log_config = Config.from_env(
+            bucket=f"verify-{suffix}",
+            table=f"verify-{suffix}",
+            s3_endpoint=endpoint,
+            dynamodb_endpoint=endpoint,
+            read_timeout_s=config.read_timeout_s,
+            delete_grace_ms=config.delete_grace_ms,
+        )
+        self.history = History()
+        self.faults = FaultInjector(config.seed)
+        self.stop_producing = threading.Event()
+        self.stop_compacting = threading.Event()
+        self.stop_consuming = threading.Event()
+        self.logs: list[ObjectLog] = []
+        self.errors: list[BaseException] = []
+        self.sent = 0
+        self._sent_lock = threading.Lock()
+
+    # ---- the run -----------------------------------------------------------------------
+
+    def run(self) -> WorkloadResult:
+        started = time.monotonic()
+        admin = self._log(faults=False)
+        admin.ensure_resources()
+        admin.create_topic(TOPIC, partitions=self.config.partitions)
+        gateway = self._gateway()
+        try:
+            self._run_threads(gateway, started)
+        finally:
+            gateway.stop()
+            self.faults.remove()
+        final = self._final_state(admin)
+        result = WorkloadResult(
+            self.config,
+            self.history,
+            check(self.history, final),
+            Counter({kind: n for kind, n in self._fault_counts().items()}),
+            time.monotonic() - started,
+        )
+        for log in self.logs:
+            log.close()
+        if self.errors:
+            raise self.errors[0]
+        return result
+
+    def _run_threads(self, gateway: LocalGateway, started: float) -> None:
+        producers = [self._thread(self._produce, client, gateway) for client in CLIENTS]
+        compactors = [self._thread(self._compact, skew) for skew in (0, self.config.skew_ms)]
+        members = [self._thread(self._consume, i) for i in range(self.config.members)]
+        monitor = self._thread(self._monitor)
+        deadline = started + self.config.seconds
+        while self.sent < self.config.ops and time.monotonic() < deadline and not self.errors:
+            time.sleep(0.1)
+        self.stop_producing.set()
+        for thread in producers:
+            thread.join()
+        self.stop_compacting.set()
+        for thread in compactors:
+            thread.join()
+        self._drain()
+        self.stop_consuming.set()
+        for thread in [*members, monitor]:
+            thread.join()
+
+    def _thread(self, target: Callable[..., None], *args: Any) -> threading.Thread:
+        def guarded() -> None:
+            try:
+                target(*args)
+            except BaseException as e:  # reported by run(): a worker must never die silently
+                self.errors.append(e)
+
+        thread = threading.Thread(target=guarded, name=f"verify-{target.__name__}", daemon=True)
+        thread.start()
+        return thread
+
+    # ---- logs and faults ---------------------------------------------------------------
+
+    def _log(self, *, faults: bool, clock: Any = None, role: str = "") -> ObjectLog:
+        log = ObjectLog(self.log_config, clock=clock)
+        log.concurrent_reads = False  # reads through the boto3 client, where faults hook in
+        self.logs.append(log)
+        if faults:
+            self._inject(log, role)
+        return log
+
+    def _on(self, kind: str) -> bool:
+        return kind in self.config.faults
+
+    def _inject(self, log: ObjectLog, role: str) -> None:
+        s3, dynamodb, share = log.store.client, log.metadata.client, self.config.share  # type: ignore[attr-defined]
+        f = self.faults
+        if self._on("s3-503"):
+            for op in ("PutObject", "GetObject"):
+                f.throttle(s3, op, share=share)
+        if self._on("s3-500"):
+            for op in ("PutObject", "GetObject"):
+                f.server_error(s3, op, share=share)
+        if self._on("dynamodb-throttle"):
+            for op in ("UpdateItem", "GetItem", "BatchGetItem", "PutItem"):
+                f.throttle(dynamodb, op, share=share)
+        if self._on("lost-answer"):
+            f.lose_answer(s3, "PutObject", share=share)
+            f.lose_answer(dynamodb, "UpdateItem", share=share)
+        if self._on("slow-call"):
+            f.slow_answer(dynamodb, "UpdateItem", self.config.read_timeout_s + 0.2, share=share / 5)
+        if role == "producer" and self._on("crash-before-commit"):
+            f.crash_before(dynamodb, "UpdateItem", share=share, when=commits)
+        if role == "paused-producer" and self._on("paused-producer"):
+            pause_s = (self.config.gc_min_age_ms + 800) / 1000
+            f.delay(dynamodb, "UpdateItem", pause_s, share=0.1, when=commits)
+        if role == "compactor" and self._on("compactor-killed"):
+            f.crash_before(s3, "PutObject", share=share, when=l1_or_index_puts)
+        if role == "compactor" and self._on("paused-lease-holder"):
+            hold_s = self.config.lease_ttl_ms * 2 / 1000
+            f.pause(dynamodb, "UpdateItem", share=0.2, times=None, when=swaps, hold_s=hold_s)
+
+    def _fault_counts(self) -> Counter[str]:
+        by_kind: Counter[str] = Counter()
+        prefixes = {
+            "throttle:PutObject": "s3-503",
+            "throttle:GetObject": "s3-503",
+            "5xx:": "s3-500",
+            "throttle:": "dynamodb-throttle",
+            "lost-answer:": "lost-answer",
+            "slow:": "slow-call",
+            "crash:UpdateItem": "crash-before-commit",
+            "crash:PutObject": "compactor-killed",
+            "delay:": "paused-producer",
+            "pause:": "paused-lease-holder",
+        }
+        for name, n in self.faults.counts.items():
+            kind = next(k for prefix, k in prefixes.items() if name.startswith(prefix))
+            by_kind[kind] += n
+        by_kind["lost-reply-retry"] += self.history.events["lost reply"]
+        by_kind["clock-skew"] += self.history.events["skewed compactor runs"]
+        return by_kind
+
+    def _gateway(self) -> LocalGateway:
+        from objectlog.http.routes import PRODUCE
+
+        served = self._log(faults=True, role="producer")
+        gateway = local_api(lambda: served)
+        if self._on("lost-reply-retry"):
+            handler = gateway.targets[PRODUCE]
+            rng = random.Random(self.config.seed + 1)
+
+            def reply_lost(event: dict[str, Any], context: Any) -> dict[str, Any]:
+                result = handler(event, context)  # committed; the reply never reaches the client
+                if result.get("statusCode") == 200 and rng.random() < self.config.share * 2:
+                    self.history.count("lost reply")
+                    return {"statusCode": 502, "body": '{"message": "Internal Server Error"}'}
+                return result
+
+            gateway.targets[PRODUCE] = reply_lost
+        gateway.url = gateway.start(port=0)  # type: ignore[attr-defined]
+        return gateway
+
+    # ---- workers -----------------------------------------------------------------------
+
+    def _produce(self, client: str, gateway: LocalGateway) -> None:
+        rng = random.Random(f"{self.config.seed}-{client}")
+        if client == "http":
+            log: Any = ObjectLog.connect(api_url=gateway.url)  # type: ignore[attr-defined]
+        else:
+            role = "paused-producer" if client == "direct-idempotent-2" else "producer"
+            log = self._log(faults=True, role=role)
+        producer = log.producer(linger_ms=0, enable_idempotence=client != "direct")
+        n = 0
+        try:
+            while not self.stop_producing.is_set():
+                batch = []
+                for _ in range(rng.randint(4, 24)):
+                    value = f"{client}-{n}".encode()
+                    partition = rng.randrange(self.config.partitions)
+                    batch.append(
+                        (partition, value, producer.send(TOPIC, value, partition=partition))
+                    )
+                    n += 1
+                producer.flush()
+                for partition, value, future in batch:
+                    self.history.add_produce(_outcome(client, partition, value, future))
+                with self._sent_lock:
+                    self.sent += len(batch)
+        finally:
+            producer.close()
+            if client == "http":
+                log.close()
+
+    def _compact(self, skew_ms: int) -> None:
+        clock = SkewedClock(skew_ms) if skew_ms and self._on("clock-skew") else None
+        log = self._log(faults=True, clock=clock, role="compactor")
+        settings = CompactionSettings(
+            target_file_bytes=64 << 10,
+            row_group_bytes=8 << 10,
+            lease_ttl_ms=self.config.lease_ttl_ms,
+        )
+        while not self.stop_compacting.is_set():
+            try:
+                report = run_maintenance(
+                    log, [TOPIC], settings=settings, gc_min_age_ms=self.config.gc_min_age_ms
+                )
+                self.history.count(
+                    "compaction swaps refused (fenced or raced)",
+                    sum(p.refused_swaps for p in report.partitions),
+                )
+                self.history.count(
+                    "compactions fenced at the start",
+                    sum(p.skipped == "fenced" for p in report.partitions),
+                )
+            except ObjectLogError as e:
+                if isinstance(e.__cause__, InjectedCrash):
+                    self.history.count("compactor killed")
+                elif e.kind.retriable:
+                    self.history.count("compactor retried")
+                else:
+                    raise
+            if clock is not None:
+                self.history.count("skewed compactor runs")
+            time.sleep(0.1)
+
+    def _consume(self, index: int) -> None:
+        rng = random.Random(f"{self.config.seed}-member-{index}")
+        log = self._log(faults=True, role="member")
+        while not self.stop_consuming.is_set():
+            left = self._member_life(log, rng)
+            self.history.count("member left" if left else "member crashed")
+
+    def _member_life(self, log: ObjectLog, rng: random.Random) -> bool:
+        """One member's life: poll, process, commit; ends in a crash (False: abandoned, its
+        session lapses) or a clean leave (True)."""
+        ownership = [0]
+
+        def moved(_: set[TopicPartition]) -> None:
+            ownership[0] += 1
+
+        consumer = log.consumer(
+            group=GROUP,
+            topics=[TOPIC],
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=self.config.session_timeout_ms,
+            heartbeat_interval_ms=300,
+            max_poll_records=rng.randint(5, 200),
+            on_assign=moved,
+            on_revoke=moved,
+            on_lost=moved,
+        )
+        crash = rng.random() < 0.5
+        life = rng.randint(5, 40)  # polls before it crashes or leaves
+        polls = 0
+        while polls < life and not self.stop_consuming.is_set():
+            try:
+                records = consumer.poll(timeout=0.2)
+            except ObjectLogError as e:
+                if not e.kind.retriable:
+                    raise
+                continue
+            polls += 1
+            member = consumer.member_id or "?"
+            if records:
+                self.history.add_poll(
+                    Poll(
+                        member,
+                        ownership[0],
+                        tuple((r.partition, r.offset, r.value) for r in records),
+                    )
+                )
+                with contextlib.suppress(CommitFailed, ObjectLogError):
+                    consumer.commit()
+        if crash and not self.stop_consuming.is_set():
+            return False
+        with contextlib.suppress(ObjectLogError):
+            consumer.close()
+        return True
+
+    def _monitor(self) -> None:
+        log = self._log(faults=False)
+        partitions = [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
+        while not self.stop_consuming.is_set():
+            for tp, value in log.groups.committed(GROUP, partitions).items():
+                if value is not None:
+                    self.history.add_committed(CommittedSample(tp.partition, value.offset))
+            time.sleep(0.2)
+
+    def _drain(self, timeout_s: float = 60.0) -> None:
+        """Wait for the group to commit up to every high watermark."""
+        log = self._log(faults=False)
+        deadline = time.monotonic() + timeout_s
+        partitions = [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
+        while time.monotonic() < deadline and not self.errors:
+            committed = log.groups.committed(GROUP, partitions)
+            if all(
+                (value := committed[tp]) is not None
+                and value.offset >= log.offsets(TOPIC, tp.partition).latest
+                for tp in partitions
+            ):
+                return
+            time.sleep(0.2)
+
+    # ---- the end -----------------------------------------------------------------------
+
+    def _final_state(self, admin: ObjectLog) -> FinalState:
+        collector = collector_for(admin, self.config.gc_min_age_ms)
+        gc = collector.run()
+        partitions, log_start, high_watermark = {}, {}, {}
+        for p in range(self.config.partitions):
+            bounds = admin.offsets(TOPIC, p)
+            log_start[p], high_watermark[p] = bounds.earliest, bounds.latest
+            partitions[p] = _read_partition(admin, p, bounds.earliest)
+        committed = admin.groups.committed(
+            GROUP, [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
+        )
+        stale = collector.stale_objects(gc.horizon_ms)
+        return FinalState(
+            partitions,
+            log_start,
+            high_watermark,
+            {tp.partition: v.offset for tp, v in committed.items() if v is not None},
+            stale,
+        )
+
+
+def _outcome(client: str, partition: int, value: bytes, future: Any) -> Produce:
+    error = future.exception(timeout=120)
+    if error is None:
+        metadata = future.result()
+        return Produce(client, metadata.partition, value, OK, metadata.offset)
+    outcome = UNKNOWN if error.kind is ErrorKind.UNKNOWN_OUTCOME else FAILED
+    return Produce(client, partition, value, outcome, None, type(error).__name__)
+
+
+def _read_partition(log: ObjectLog, partition: int, start: int) -> list[tuple[int, bytes | None]]:
+    rows: list[tuple[int, bytes | None]] = []
+    offset = start
+    while True:
+        result = log.fetch(TOPIC, partition, offset, max_bytes=1 << 20)
+        rows += [(r.offset, r.value) for r in result.records]
+        if result.next_offset >= result.high_watermark:
+            return rows
+        offset = result.next_offset
+
+
+def with_faults(config: WorkloadConfig, names: str) -> WorkloadConfig:
+    """config with the faults named ("all", "none", or a comma-separated list of kinds)."""
+    if names == "all":
+        return replace(config, faults=frozenset(FAULT_KINDS))
+    if names == "none":
+        return replace(config, faults=frozenset())
+    chosen = frozenset(n.strip() for n in names.split(",") if n.strip())
+    unknown = sorted(chosen - set(FAULT_KINDS))
+    if unknown:
+        raise ValueError(f"unknown fault kinds {unknown}; choose from {list(FAULT_KINDS)}")
+    return replace(config, faults=chosen)
