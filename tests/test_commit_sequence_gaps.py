@@ -1,4 +1,4 @@
-"""DynamoMetadata.commit(allow_sequence_gaps=True): the Spark sink's sequences are batch ids."""
+"""HeadStore.commit(allow_sequence_gaps=True): the Spark sink's sequences are batch ids."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from objectlog.format.index import SegmentRef
 from objectlog.format.segment import slice_table
 from objectlog.format.topics import Topic
 from objectlog.services.append import PartitionBatch
-from objectlog.stores.metadata import CommitResult
+from objectlog.stores.metadata import Commit, CommitResult
 
 
 def upload(log: ObjectLog, topic: Topic, records: int) -> tuple[str, SegmentRef]:
@@ -29,15 +29,17 @@ def commit(
 ) -> CommitResult:
     object_id, ref = upload(log, topic, records)
     return log.metadata.commit(
-        topic.topic_id,
-        topic.name,
-        0,
-        ref,
-        ulid_time_ms(object_id),
-        producer_id="sink1",
-        sequence=sequence,
-        now_s=1,
-        allow_sequence_gaps=gaps,
+        Commit(
+            topic_id=topic.topic_id,
+            topic=topic.name,
+            partition=0,
+            ref=ref,
+            object_time_ms=ulid_time_ms(object_id),
+            producer_id="sink1",
+            sequence=sequence,
+            now_s=1,
+            allow_sequence_gaps=gaps,
+        )
     )
 
 

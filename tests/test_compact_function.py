@@ -11,7 +11,9 @@ from click.testing import CliRunner
 
 from objectlog import ObjectLog
 from objectlog.compaction.compactor import MIB, CompactionSettings
-from objectlog.compaction.function import (
+from objectlog.errors import InvalidRequest
+from objectlog.format.index import LEVEL_L1
+from objectlog.functions.compact import (
     DEADLINE_MARGIN_S,
     CompactRequest,
     compact_handler,
@@ -19,8 +21,6 @@ from objectlog.compaction.function import (
     parse_event,
     settings_from_env,
 )
-from objectlog.errors import InvalidRequest
-from objectlog.format.index import LEVEL_L1
 from objectlog.tools.cli import main
 from objectlog.tools.gateway import LambdaContext
 

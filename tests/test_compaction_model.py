@@ -5,7 +5,8 @@ compaction, GC); an in-memory model keeps every record ever acknowledged. After 
 reader from the log start must see: every record at the offset it was given, unchanged, in
 order; the latest value of every key; every record newer than the last compaction; every
 tombstone younger than delete.retention.ms. Objects live in the in-memory store behind the
-same ObjectStore interface; partition heads in DynamoDB on the moto server.
+same ObjectStore interface; partition heads in DynamoDB on the moto server (the moto
+profile) or in the in-memory item stores (the memory profile, no server at all).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from objectlog.clock import ManualClock
 from objectlog.compaction.compactor import CompactionSettings
 from objectlog.compaction.maintenance import run_maintenance
 from objectlog.config import Config
+from objectlog.stores.items import ItemStores
 from objectlog.stores.objects import MemoryObjectStore
 
 DELETE_RETENTION_MS = 5_000
@@ -32,13 +34,16 @@ SETTINGS = CompactionSettings(target_file_bytes=2 << 10, row_group_bytes=512)
 
 class CompactedTopic(RuleBasedStateMachine):
     config: Config  # set by the test before the machine runs
+    in_memory = False  # True: ItemStores.memory() instead of DynamoDB
 
     def __init__(self) -> None:
         super().__init__()
         self.clock = ManualClock()
         suffix = uuid.uuid4().hex[:12]
         config = replace(self.config, table=f"model-{suffix}", delete_grace_ms=1_000)
-        self.log = ObjectLog(config, store=MemoryObjectStore(self.clock.now_ms), clock=self.clock)
+        items = ItemStores.memory() if self.in_memory else None
+        store = MemoryObjectStore(self.clock.now_ms)
+        self.log = ObjectLog(config, store=store, items=items, clock=self.clock)
         self.log.metadata.ensure_table()
         self.log.create_topic(
             "m",
@@ -113,8 +118,27 @@ class CompactedTopic(RuleBasedStateMachine):
             offset = result.next_offset
 
 
+def run_machine(config: Config, *, in_memory: bool, examples: int, steps: int) -> None:
+    CompactedTopic.config = config
+    CompactedTopic.in_memory = in_memory
+    machine = CompactedTopic.TestCase
+    machine.settings = settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
+    machine().runTest()
+
+
+def test_compaction_keeps_kafkas_guarantees_in_memory() -> None:
+    run_machine(Config(), in_memory=True, examples=12, steps=25)
+
+
 def test_compaction_keeps_kafkas_guarantees(log_config: Config) -> None:
     CompactedTopic.config = log_config
+    CompactedTopic.in_memory = False
     machine = CompactedTopic.TestCase
     machine.settings = settings(
         max_examples=12,
@@ -129,6 +153,7 @@ def test_compaction_keeps_kafkas_guarantees(log_config: Config) -> None:
 @pytest.mark.slow
 def test_compaction_keeps_kafkas_guarantees_long(log_config: Config) -> None:
     CompactedTopic.config = log_config
+    CompactedTopic.in_memory = False
     machine = CompactedTopic.TestCase
     machine.settings = settings(
         max_examples=200,

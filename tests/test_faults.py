@@ -20,6 +20,7 @@ from objectlog.errors import ErrorKind, ObjectLogError, OutOfOrderSequence
 from objectlog.format.layout import L0_DIR, l0_key
 from objectlog.format.segment import slice_table
 from objectlog.services.append import COMMIT_ATTEMPTS, PartitionBatch
+from objectlog.stores.metadata import Commit
 from tests.faults import (
     FaultInjector,
     async_read_client,
@@ -125,9 +126,8 @@ def test_a_retried_commit_with_the_same_producer_and_sequence_writes_nothing(
     ref = head.tail[0]
     for _ in range(2):
         result = log.metadata.commit(
-            topic.topic_id, "t", 0, ref, ulid_time_ms(ref.object_id),
-            producer_id="p1", sequence=0, now_s=0,
-        )  # fmt: skip
+            Commit(topic.topic_id, "t", 0, ref, ulid_time_ms(ref.object_id), "p1", 0, now_s=0)
+        )
         assert (result.base_offset, result.duplicate) == (0, True)
     head = log.metadata.get_head("t", 0)
     assert head is not None and (head.next_offset, head.segments) == (2, 1)

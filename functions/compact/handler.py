@@ -1,5 +1,5 @@
 """The compact function: scheduled compaction, retention and garbage collection."""
 
-from objectlog.compaction.function import handler
+from objectlog.functions.compact import handler
 
 __all__ = ["handler"]

@@ -1,7 +1,8 @@
 """objectlog: a serverless, Kafka-style partitioned log on S3 and DynamoDB."""
 
-from objectlog.clients.direct import ObjectLog, Offsets
+from objectlog.clients.direct import ObjectLog
 from objectlog.clients.producer import Producer, RecordFuture
+from objectlog.clients.values import Offsets
 from objectlog.config import Config
 from objectlog.errors import (
     ErrorKind,

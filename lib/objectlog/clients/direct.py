@@ -5,13 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from objectlog.adapters import aws
 from objectlog.adapters.s3_async import AsyncRangeReader
 from objectlog.clients.consumer import Consumer
 from objectlog.clients.producer import Producer
+from objectlog.clients.values import Offsets
 from objectlog.clock import Clock, SystemClock, new_ulid
 from objectlog.config import Config
 from objectlog.errors import InvalidRequest, ObjectLogError, TopicNotFound
@@ -30,7 +30,9 @@ from objectlog.services.append import Appender
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
-from objectlog.stores.metadata import ACTIVE, DELETING, DynamoMetadata
+from objectlog.stores.items import ItemStores
+from objectlog.stores.leases import LeaseStore
+from objectlog.stores.metadata import ACTIVE, DELETING, MetadataStore
 from objectlog.stores.objects import ObjectStore
 from objectlog.stores.s3 import S3ObjectStore
 
@@ -38,12 +40,6 @@ TOPIC_CACHE_TTL_S = 10.0
 
 if TYPE_CHECKING:
     from objectlog.clients.http import HttpObjectLog
-
-
-@dataclass(frozen=True)
-class Offsets:
-    earliest: int
-    latest: int
 
 
 class ObjectLog:
@@ -54,22 +50,26 @@ class ObjectLog:
         config: Config,
         *,
         store: ObjectStore | None = None,
-        metadata: DynamoMetadata | None = None,
+        items: ItemStores | None = None,
         clock: Clock | None = None,
         s3_client: Any = None,
         dynamodb_client: Any = None,
     ) -> None:
+        """The stores default to S3 and one DynamoDB table from config; pass MemoryObjectStore
+        and ItemStores.memory() for a log with no AWS at all (unit tests)."""
         self.config = config
         self.clock = clock or SystemClock()
         session = None
-        if store is None or metadata is None:
+        if store is None or items is None:
             session = aws.make_session(config)
         self.store = store or S3ObjectStore(
             s3_client or aws.s3_client(config, session), config.bucket
         )
-        self.metadata = metadata or DynamoMetadata(
+        self.items = items or ItemStores.dynamodb(
             dynamodb_client or aws.dynamodb_client(config, session), config.table
         )
+        self.metadata: MetadataStore = self.items.metadata
+        self.lease_store: LeaseStore = self.items.leases
         self.index = IndexStore(
             self.store, self.metadata, config.prefix, self.clock, config.delete_grace_ms
         )
@@ -225,7 +225,9 @@ class ObjectLog:
     def groups(self) -> GroupCoordinator:
         """Consumer groups: join, heartbeat, commit, describe, reset offsets, delete."""
         if self._groups is None:
-            self._groups = GroupCoordinator(self.metadata, self.clock, self.offset_for_time)
+            self._groups = GroupCoordinator(
+                self.metadata, self.items.groups, self.clock, self.offset_for_time
+            )
         return self._groups
 
     def consumer(self, **options: Any) -> Consumer:

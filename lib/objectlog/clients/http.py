@@ -17,17 +17,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import boto3
 import pyarrow as pa
 import requests
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
 
 from objectlog import errors
+from objectlog.adapters.sigv4 import SigV4
 from objectlog.clients.consumer import Consumer
-from objectlog.clients.direct import Offsets
 from objectlog.clients.http_groups import HttpGroups
 from objectlog.clients.producer import Producer
+from objectlog.clients.values import Offsets
 from objectlog.config import DEFAULT_REGION
 from objectlog.errors import ObjectLogError, StorageUnavailable, UnknownOutcome
 from objectlog.format.segment import records_table
@@ -51,30 +49,6 @@ STATUS_ERRORS: dict[int, type[ObjectLogError]] = {
     413: errors.RecordTooLarge,
     415: errors.UnsupportedContentType,
 }
-
-
-class SigV4(requests.auth.AuthBase):
-    """Signs each request for API Gateway's IAM authorization."""
-
-    def __init__(self, region: str) -> None:
-        credentials = boto3.Session().get_credentials()
-        if credentials is None:
-            raise errors.InvalidRequest("no AWS credentials to sign API requests with")
-        self.credentials = credentials
-        self.region = region
-
-    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        aws_request = AWSRequest(
-            method=request.method,
-            url=request.url,
-            data=request.body,
-            headers={"Content-Type": request.headers.get("Content-Type", "")},
-        )
-        SigV4Auth(self.credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(
-            aws_request
-        )
-        request.headers.update(dict(aws_request.headers.items()))
-        return request
 
 
 def error_from(response: requests.Response) -> ObjectLogError:

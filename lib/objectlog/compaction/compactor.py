@@ -52,7 +52,8 @@ from objectlog.format.topics import Topic
 from objectlog.services.footers import Footers
 from objectlog.services.index import MANIFEST_MAX_REFS, TAIL_KEEP, IndexStore
 from objectlog.services.leases import Lease, Leases
-from objectlog.stores.metadata import DynamoMetadata, PartitionHead
+from objectlog.stores.leases import LeaseStore
+from objectlog.stores.metadata import MetadataStore, PartitionHead
 from objectlog.stores.objects import ObjectStore
 
 MIB = 1 << 20
@@ -187,7 +188,8 @@ class Compactor:
     def __init__(
         self,
         store: ObjectStore,
-        metadata: DynamoMetadata,
+        metadata: MetadataStore,
+        leases: LeaseStore,
         index: IndexStore,
         footers: Footers,
         prefix: str,
@@ -202,7 +204,7 @@ class Compactor:
         self.prefix = prefix
         self.clock = clock
         self.settings = settings or CompactionSettings()
-        self.leases = Leases(metadata, clock)
+        self.leases = Leases(leases, clock)
         self.owner = owner
 
     def compact_partition(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from objectlog.clock import Clock
 from objectlog.format.layout import INDEX_DIR, L0_DIR, TOPICS_DIR, object_key, object_time_ms
 from objectlog.services.index import IndexStore
-from objectlog.stores.metadata import DynamoMetadata, PartitionHead
+from objectlog.stores.metadata import MetadataStore, PartitionHead
 from objectlog.stores.objects import ObjectInfo, ObjectStore
 
 DEFAULT_MIN_AGE_MS = 60 * 60_000  # past any producer's PUT-to-commit pause, or a sink's batch
@@ -44,7 +44,7 @@ class GarbageCollector:
     def __init__(
         self,
         store: ObjectStore,
-        metadata: DynamoMetadata,
+        metadata: MetadataStore,
         index: IndexStore,
         prefix: str,
         clock: Clock,

@@ -7,11 +7,35 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from objectlog.clients.direct import ObjectLog
+from objectlog.clock import Clock
 from objectlog.compaction.compactor import CompactionSettings, Compactor, PartitionReport
 from objectlog.compaction.gc import GarbageCollector, GcReport
+from objectlog.config import Config
 from objectlog.errors import TopicNotFound
+from objectlog.format.topics import Topic
+from objectlog.services.footers import Footers
+from objectlog.services.index import IndexStore
+from objectlog.stores.leases import LeaseStore
+from objectlog.stores.metadata import MetadataStore
+from objectlog.stores.objects import ObjectStore
+
+
+class MaintainedLog(Protocol):
+    """What maintenance needs of a log (objectlog.ObjectLog has it all)."""
+
+    config: Config
+    clock: Clock
+    store: ObjectStore
+    metadata: MetadataStore
+    lease_store: LeaseStore
+    index: IndexStore
+    footers: Footers
+
+    def list_topics(self) -> list[str]: ...
+
+    def topic(self, name: str, *, fresh: bool = False) -> Topic: ...
 
 
 @dataclass
@@ -42,10 +66,11 @@ class MaintenanceReport:
         return len(self.gc.deleted) if self.gc else 0
 
 
-def compactor_for(log: ObjectLog, settings: CompactionSettings | None = None) -> Compactor:
+def compactor_for(log: MaintainedLog, settings: CompactionSettings | None = None) -> Compactor:
     return Compactor(
         log.store,
         log.metadata,
+        log.lease_store,
         log.index,
         log.footers,
         log.config.prefix,
@@ -55,7 +80,7 @@ def compactor_for(log: ObjectLog, settings: CompactionSettings | None = None) ->
     )
 
 
-def collector_for(log: ObjectLog, min_age_ms: int | None = None) -> GarbageCollector:
+def collector_for(log: MaintainedLog, min_age_ms: int | None = None) -> GarbageCollector:
     collector = GarbageCollector(log.store, log.metadata, log.index, log.config.prefix, log.clock)
     if min_age_ms is not None:
         collector.min_age_ms = min_age_ms
@@ -63,7 +88,7 @@ def collector_for(log: ObjectLog, min_age_ms: int | None = None) -> GarbageColle
 
 
 def run_maintenance(
-    log: ObjectLog,
+    log: MaintainedLog,
     topics: Iterable[str] | None = None,
     *,
     dry_run: bool = False,

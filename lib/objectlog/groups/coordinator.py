@@ -35,7 +35,7 @@ from objectlog.errors import (
 from objectlog.format.topics import validate_topic_name
 from objectlog.groups.assignors import STRATEGIES, assign
 from objectlog.stores.groups import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
-from objectlog.stores.metadata import ACTIVE, DynamoMetadata, PartitionHead
+from objectlog.stores.metadata import ACTIVE, MetadataStore, PartitionHead
 
 GROUP_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
 MIN_SESSION_TIMEOUT_MS = 100
@@ -144,12 +144,13 @@ class GroupCoordinator:
 
     def __init__(
         self,
-        metadata: DynamoMetadata,
+        metadata: MetadataStore,
+        store: GroupStore,
         clock: Clock,
         offset_for_time: Callable[[str, int, int], int | None],
     ) -> None:
         self.metadata = metadata
-        self.store = GroupStore(metadata)
+        self.store = store
         self.clock = clock
         self.offset_for_time = offset_for_time  # ObjectLog.offset_for_time
         self._tracked: set[tuple[str, str]] = set()

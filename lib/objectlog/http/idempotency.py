@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
+from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ConcurrentModification, InvalidRequest
 
@@ -50,7 +51,7 @@ class IdempotentRunner:
             key_attr="pk",
             sort_key_attr="sk",
             static_pk_value="idempotency#produce",
-            boto3_client=log.metadata.client,
+            boto3_client=_table_of(log).client,
         )
         self.config = IdempotencyConfig(
             event_key_jmespath="[route, topic, key]",
@@ -103,3 +104,9 @@ class IdempotentRunner:
             raise InvalidRequest(
                 "this Idempotency-Key was used with a different request body", field=HEADER
             ) from e
+
+
+def _table_of(log: ObjectLog) -> DynamoTable:
+    if log.items.table is None:
+        raise InvalidRequest("Idempotency-Key needs the DynamoDB stores; this log has none")
+    return log.items.table

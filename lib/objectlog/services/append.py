@@ -2,7 +2,7 @@
 
 1. encode one Parquet slice per (topic, partition) and concatenate them into one object;
 2. PutObject with If-None-Match: * under a fresh ULID key;
-3. per partition, commit a ref to the head (DynamoMetadata.commit), which assigns offsets;
+3. per partition, commit a ref to the head (HeadStore.commit), which assigns offsets;
 4. spill a head's tail into manifests when it has grown past its bound.
 
 Retries never duplicate: the object key is ours alone (a retried PUT that finds it taken had
@@ -38,7 +38,7 @@ from objectlog.format.layout import l0_key
 from objectlog.format.segment import write_parquet
 from objectlog.format.topics import Topic
 from objectlog.services.index import IndexStore
-from objectlog.stores.metadata import CommitResult, DynamoMetadata, PartitionHead
+from objectlog.stores.metadata import Commit, CommitResult, HeadStore, PartitionHead
 from objectlog.stores.objects import ObjectStore
 
 logger = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class Appender:
     def __init__(
         self,
         store: ObjectStore,
-        metadata: DynamoMetadata,
+        metadata: HeadStore,
         index: IndexStore,
         prefix: str,
         clock: Clock,
@@ -269,14 +269,16 @@ class Appender:
     ) -> CommitResult:
         self.stats.commits += 1
         return self.metadata.commit(
-            batch.topic.topic_id,
-            batch.topic.name,
-            batch.partition,
-            ref,
-            ulid_time_ms(object_id),
-            producer_id=producer_id,
-            sequence=batch.sequence,
-            now_s=self.clock.now_ms() // 1000,
+            Commit(
+                topic_id=batch.topic.topic_id,
+                topic=batch.topic.name,
+                partition=batch.partition,
+                ref=ref,
+                object_time_ms=ulid_time_ms(object_id),
+                producer_id=producer_id,
+                sequence=batch.sequence,
+                now_s=self.clock.now_ms() // 1000,
+            )
         )
 
     def _spill_grown_heads(self, outcomes: list[AppendOutcome]) -> None:

@@ -26,7 +26,7 @@ from objectlog.format.records import Record
 from objectlog.format.segment import SCHEMA, table_to_records
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
-from objectlog.stores.metadata import DynamoMetadata, PartitionHead
+from objectlog.stores.metadata import MetadataStore, PartitionHead
 
 DEFAULT_MAX_BYTES = 1 << 20
 RESOLVE_ATTEMPTS = 3
@@ -91,7 +91,7 @@ def _empty_table() -> pa.Table:
 class Reader:
     def __init__(
         self,
-        metadata: DynamoMetadata,
+        metadata: MetadataStore,
         index: IndexStore,
         prefix: str,
         read_many: ReadMany,

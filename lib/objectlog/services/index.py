@@ -9,7 +9,7 @@ from objectlog.cache import LruCache
 from objectlog.clock import Clock, new_ulid
 from objectlog.format.index import Manifest, ManifestEntry, ManifestList, PlacedRef, Retired, place
 from objectlog.format.layout import manifest_key, manifest_list_key
-from objectlog.stores.metadata import DynamoMetadata, PartitionHead
+from objectlog.stores.metadata import MetadataStore, PartitionHead
 from objectlog.stores.objects import ObjectStore
 
 # A head holds at most TAIL_MAX refs before whoever notices spills all but TAIL_KEEP of them.
@@ -28,7 +28,7 @@ class IndexStore:
     def __init__(
         self,
         store: ObjectStore,
-        metadata: DynamoMetadata,
+        metadata: MetadataStore,
         prefix: str,
         clock: Clock,
         delete_grace_ms: int = DEFAULT_DELETE_GRACE_MS,

@@ -8,7 +8,7 @@ sink ignores them.
 
 An executor encodes its rows with the producer's slice encoder and writes one L0 object per
 ``maxObjectBytes`` of input (Appender.upload: no commit). The driver commits every slice with
-one conditional UpdateItem on its partition head (DynamoMetadata.commit), under one producer id
+one conditional UpdateItem on its partition head (HeadStore.commit), under one producer id
 per query (a hash of the checkpoint location, or the ``producerId`` option) and
 
     sequence = batch_id * 2**40 + task * 2**16 + chunk
@@ -53,7 +53,7 @@ from objectlog.format.segment import HEADER_TYPE, slice_table
 from objectlog.format.topics import Topic
 from objectlog.services.append import BACKOFF_S, COMMIT_ATTEMPTS, Appender, PartitionBatch
 from objectlog.spark.options import SinkOptions
-from objectlog.stores.metadata import CommitResult
+from objectlog.stores.metadata import Commit, CommitResult
 
 BATCH_SHIFT = 40
 TASK_SHIFT = 16
@@ -355,15 +355,17 @@ def _commit_one(
     for attempt in range(COMMIT_ATTEMPTS):
         try:
             return log.metadata.commit(
-                piece.topic_id,
-                piece.topic,
-                piece.partition,
-                piece.ref,
-                ulid_time_ms(piece.object_id),
-                producer_id=producer_id,
-                sequence=sequence,
-                now_s=log.clock.now_ms() // 1000,
-                allow_sequence_gaps=True,
+                Commit(
+                    topic_id=piece.topic_id,
+                    topic=piece.topic,
+                    partition=piece.partition,
+                    ref=piece.ref,
+                    object_time_ms=ulid_time_ms(piece.object_id),
+                    producer_id=producer_id,
+                    sequence=sequence,
+                    now_s=log.clock.now_ms() // 1000,
+                    allow_sequence_gaps=True,
+                )
             )
         except HorizonPassed as e:
             raise HorizonPassed(

@@ -1,0 +1,1 @@
+"""Entry points of the Lambda functions that are not HTTP routes (the compact function)."""

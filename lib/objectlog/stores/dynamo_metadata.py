@@ -1,0 +1,391 @@
+"""Topics, partition heads and producer state in one DynamoDB table (stores.metadata's
+Protocols), single-item calls only on produce and fetch.
+
+Items (string keys ``pk``/``sk``):
+
+    topic#<t> / meta     tid, parts, cfg{...}, state, created
+    topics    / index    names (string set): the topic registry, so listing needs no Query
+    part#<t>#<p> / head  tid, next (high watermark), lso (log start), tb (tail base),
+                         tail [ref, ...], ml (manifest list key), ie (index epoch),
+                         gch (GC horizon, ms), ce (compactor epoch), segs, nbytes,
+                         ps {<pid>s: last sequence, <pid>b: its base offset, <pid>t: last use s}
+
+Produce and fetch use GetItem, BatchGetItem, PutItem and conditional UpdateItem only: moto
+server's Query and TransactWriteItems slow down with the table's size, and on AWS a
+transaction costs twice the write units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from objectlog.adapters.dynamodb import DynamoTable, Item
+from objectlog.errors import ConcurrentModification, InvalidRequest, TopicExists, TopicNotFound
+from objectlog.format.index import SegmentRef
+from objectlog.format.topics import Topic, TopicConfig
+from objectlog.stores.metadata import (
+    ACTIVE,
+    CREATING,
+    DELETING,
+    Commit,
+    CommitResult,
+    PartitionHead,
+    ProducerState,
+    explain_failed_commit,
+)
+
+REGISTRY_KEY = {"pk": "topics", "sk": "index"}
+
+
+def topic_key(name: str) -> dict[str, str]:
+    return {"pk": f"topic#{name}", "sk": "meta"}
+
+
+def head_key(topic: str, partition: int) -> dict[str, str]:
+    return {"pk": f"part#{topic}#{partition}", "sk": "head"}
+
+
+def parse_topic(name: str, item: Mapping[str, Any]) -> Topic:
+    return Topic(
+        name=name,
+        topic_id=item["tid"],
+        partitions=item.get("parts", 0),
+        config=TopicConfig(dict(item.get("cfg", {}))),
+        created_ms=item.get("created", 0),
+        state=item.get("state", ACTIVE),
+    )
+
+
+def parse_producers(item: Mapping[str, Any]) -> dict[str, ProducerState]:
+    raw: Mapping[str, int] = item.get("ps", {})
+    pids = {key[:-1] for key in raw if key.endswith("s")}
+    return {
+        pid: ProducerState(raw[f"{pid}s"], raw.get(f"{pid}b", 0), raw.get(f"{pid}t", 0))
+        for pid in pids
+    }
+
+
+def parse_head(topic: str, partition: int, item: Mapping[str, Any]) -> PartitionHead:
+    return PartitionHead(
+        topic=topic,
+        partition=partition,
+        topic_id=item["tid"],
+        next_offset=item.get("next", 0),
+        log_start_offset=item.get("lso", 0),
+        tail_base=item.get("tb", 0),
+        tail=tuple(SegmentRef.decode(ref) for ref in item.get("tail", [])),
+        manifest_list=item.get("ml"),
+        index_epoch=item.get("ie", 0),
+        gc_horizon=item.get("gch", 0),
+        segments=item.get("segs", 0),
+        bytes=item.get("nbytes", 0),
+        producers=parse_producers(item),
+        compactor_epoch=item.get("ce"),
+    )
+
+
+def new_head_item(topic: Topic, partition: int) -> Item:
+    return {
+        **head_key(topic.name, partition),
+        "tid": topic.topic_id,
+        "next": 0,
+        "lso": 0,
+        "tb": 0,
+        "tail": [],
+        "ie": 0,
+        "gch": 0,
+        "segs": 0,
+        "nbytes": 0,
+        "ps": {},
+    }
+
+
+class DynamoMetadata:
+    """Topics, partition heads and producer state in one DynamoDB table."""
+
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    @property
+    def client(self) -> Any:
+        """The botocore client (fault injection in tests hooks its events)."""
+        return self.table.client
+
+    def ensure_table(self) -> None:
+        self.table.ensure()
+
+    # ---- topics ------------------------------------------------------------------------
+
+    def put_new_topic(self, topic: Topic) -> None:
+        item = {
+            **topic_key(topic.name),
+            "tid": topic.topic_id,
+            "parts": topic.partitions,
+            "cfg": dict(topic.config.overrides),
+            "created": topic.created_ms,
+            "state": CREATING,
+        }
+        written = self.table.put(item, condition="attribute_not_exists(pk)", what="PutItem topic")
+        if not written.applied:
+            raise TopicExists(f"topic {topic.name!r} already exists", field="topic")
+
+    def set_topic_state(self, name: str, state: str, *, expected: str | None = None) -> None:
+        condition = "attribute_exists(pk)" + (" AND #st = :expected" if expected else "")
+        values: dict[str, Any] = {":state": state}
+        if expected:
+            values[":expected"] = expected
+        self._update_topic(
+            name, "SET #st = :state", condition=condition, names={"#st": "state"}, values=values
+        )
+
+    def get_topic(self, name: str) -> Topic | None:
+        item = self.table.get(topic_key(name))
+        return parse_topic(name, item) if item else None
+
+    def get_topics(self, names: Sequence[str]) -> dict[str, Topic]:
+        items = self.table.batch_get([topic_key(name) for name in names])
+        topics = (parse_topic(item["pk"].removeprefix("topic#"), item) for item in items)
+        return {topic.name: topic for topic in topics}
+
+    def update_topic_config(
+        self, name: str, set_: Mapping[str, str], delete: Iterable[str]
+    ) -> None:
+        names: dict[str, str] = {"#cfg": "cfg", "#st": "state"}
+        values: dict[str, Any] = {":active": ACTIVE}
+        sets, removes = [], []
+        for i, (key, value) in enumerate(set_.items()):
+            names[f"#k{i}"] = key
+            values[f":v{i}"] = value
+            sets.append(f"#cfg.#k{i} = :v{i}")
+        for i, key in enumerate(delete):
+            names[f"#d{i}"] = key
+            removes.append(f"#cfg.#d{i}")
+        if not sets and not removes:
+            return
+        clauses = []
+        if sets:
+            clauses.append(f"SET {', '.join(sets)}")
+        if removes:
+            clauses.append(f"REMOVE {', '.join(removes)}")
+        expression = " ".join(clauses)
+        self._update_topic(name, expression, condition="#st = :active", names=names, values=values)
+
+    def set_partition_count(self, name: str, old: int, new: int) -> None:
+        self._update_topic(
+            name,
+            "SET parts = :new",
+            condition="parts = :old AND #st = :active",
+            names={"#st": "state"},
+            values={":new": new, ":old": old, ":active": ACTIVE},
+        )
+
+    def delete_topic_item(self, name: str) -> None:
+        self.table.delete(topic_key(name), what="DeleteItem topic")
+
+    def _update_topic(
+        self,
+        name: str,
+        update: str,
+        *,
+        condition: str,
+        names: Mapping[str, str],
+        values: Mapping[str, Any],
+    ) -> None:
+        written = self.table.update(
+            topic_key(name),
+            update,
+            condition=condition,
+            names=names,
+            values=values,
+            repeatable=True,
+            what="UpdateItem topic",
+        )
+        if written.applied:
+            return
+        current = written.item
+        if current is None or current.get("state") == DELETING:
+            raise TopicNotFound(f"topic {name!r} does not exist", field="topic")
+        raise ConcurrentModification(f"topic {name!r} changed concurrently; retry")
+
+    # ---- registry ----------------------------------------------------------------------
+
+    def register(self, name: str) -> None:
+        self._registry("ADD", name)
+
+    def unregister(self, name: str) -> None:
+        self._registry("DELETE", name)
+
+    def _registry(self, action: str, name: str) -> None:
+        self.table.update(
+            REGISTRY_KEY,
+            f"{action} #names :n",
+            names={"#names": "names"},
+            values={":n": {name}},
+            repeatable=True,
+            what="UpdateItem registry",
+        )
+
+    def registered_names(self) -> list[str]:
+        item = self.table.get(REGISTRY_KEY)
+        return sorted(item["names"]) if item and "names" in item else []
+
+    # ---- heads -------------------------------------------------------------------------
+
+    def put_heads(self, topic: Topic, partitions: Iterable[int]) -> None:
+        """Write fresh heads, 25 per BatchWriteItem (topic creation is not a hot path)."""
+        self.table.batch_write(puts=[new_head_item(topic, p) for p in partitions])
+
+    def delete_heads(self, topic: str, partitions: Iterable[int]) -> None:
+        self.table.batch_write(deletes=[head_key(topic, p) for p in partitions])
+
+    def get_head(self, topic: str, partition: int) -> PartitionHead | None:
+        item = self.table.get(head_key(topic, partition))
+        return parse_head(topic, partition, item) if item else None
+
+    def get_heads(self, topic: str, partitions: Iterable[int]) -> dict[int, PartitionHead]:
+        heads = {}
+        for item in self.table.batch_get([head_key(topic, p) for p in partitions]):
+            partition = int(item["pk"].rsplit("#", 1)[1])
+            heads[partition] = parse_head(topic, partition, item)
+        return heads
+
+    def commit(self, commit: Commit) -> CommitResult:
+        """HeadStore.commit in one conditional UpdateItem: the ref appended to the tail, next
+        moved by its span (the old next is the base), the producer's sequence set."""
+        ref = commit.ref
+        names = {"#next": "next", "#segs": "segs", "#nbytes": "nbytes"}
+        values: dict[str, Any] = {
+            ":span": ref.span,
+            ":refs": [ref.encode()],
+            ":one": 1,
+            ":len": ref.length,
+            ":tid": commit.topic_id,
+            ":ots": commit.object_time_ms,
+        }
+        condition = "tid = :tid AND gch < :ots"
+        # The base is copied from the old `next` before it moves (listed first for moto).
+        sets = ["tail = list_append(tail, :refs)"]
+        pid = commit.producer_id
+        if pid is not None:
+            names.update({"#ks": f"{pid}s", "#kb": f"{pid}b", "#kt": f"{pid}t"})
+            values.update({":seq": commit.sequence, ":now": commit.now_s})
+            if commit.allow_sequence_gaps:
+                condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks < :seq)"
+            else:
+                values[":prev"] = commit.sequence - 1
+                condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
+            sets += ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"]
+        sets.append("#next = #next + :span")
+        written = self.table.update(
+            head_key(commit.topic, commit.partition),
+            f"SET {', '.join(sets)} ADD #segs :one, #nbytes :len",
+            condition=condition,
+            names=names,
+            values=values,
+            returns="ALL_NEW",
+            repeatable=False,  # a repeat could append twice: the caller decides, by sequence
+            what="UpdateItem head (commit)",
+        )
+        if not written.applied:
+            old = written.item
+            if old is None:  # absent, or a server that does not return the item on failure
+                head = self.get_head(commit.topic, commit.partition)
+            else:
+                head = parse_head(commit.topic, commit.partition, old)
+            return explain_failed_commit(commit, head)
+        assert written.item is not None
+        head = parse_head(commit.topic, commit.partition, written.item)
+        return CommitResult(head.next_offset - ref.span, head)
+
+    def spill(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        expected_epoch: int,
+        refs_removed: int,
+        span_removed: int,
+        manifest_list: str,
+        object_time_ms: int,
+        expired_producers: Iterable[str] = (),
+    ) -> bool:
+        """HeadStore.spill: conditional on the index epoch, which only spills and compaction
+        swaps change (so the first refs_removed refs are exactly the ones the caller saw:
+        appends only add at the end), and on the GC horizon."""
+        if refs_removed <= 0:
+            raise InvalidRequest("spill must remove at least one ref")
+        names: dict[str, str] = {}
+        removes = [f"tail[{i}]" for i in range(refs_removed)]
+        for i, pid in enumerate(expired_producers):
+            for suffix in "sbt":
+                names[f"#p{i}{suffix}"] = f"{pid}{suffix}"
+                removes.append(f"ps.#p{i}{suffix}")
+        return self.table.update(
+            head_key(topic, partition),
+            f"REMOVE {', '.join(removes)} SET tb = tb + :span, ml = :ml, ie = ie + :one",
+            condition="ie = :ie AND gch < :ots",
+            names=names,
+            values={
+                ":span": span_removed,
+                ":ml": manifest_list,
+                ":one": 1,
+                ":ie": expected_epoch,
+                ":ots": object_time_ms,
+            },
+            repeatable=False,
+            what="UpdateItem head (spill)",
+        ).applied
+
+    def stamp_compactor_epoch(self, topic: str, partition: int, epoch: int) -> bool:
+        return self.table.update(
+            head_key(topic, partition),
+            "SET ce = :e",
+            condition="attribute_exists(pk) AND (attribute_not_exists(ce) OR ce <= :e)",
+            values={":e": epoch},
+            repeatable=False,
+            what="UpdateItem head (compactor epoch)",
+        ).applied
+
+    def swap_index(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        topic_id: str,
+        expected_index_epoch: int,
+        compactor_epoch: int,
+        manifest_list: str,
+        log_start_offset: int,
+        object_time_ms: int,
+        segments_delta: int,
+        bytes_delta: int,
+    ) -> bool:
+        return self.table.update(
+            head_key(topic, partition),
+            "SET ml = :ml, lso = :lso, ie = ie + :one ADD segs :dsegs, nbytes :dbytes",
+            condition="tid = :tid AND ie = :ie AND ce = :ce AND gch < :ots",
+            values={
+                ":ml": manifest_list,
+                ":lso": log_start_offset,
+                ":one": 1,
+                ":dsegs": segments_delta,
+                ":dbytes": bytes_delta,
+                ":tid": topic_id,
+                ":ie": expected_index_epoch,
+                ":ce": compactor_epoch,
+                ":ots": object_time_ms,
+            },
+            repeatable=False,
+            what="UpdateItem head (compaction swap)",
+        ).applied
+
+    def raise_gc_horizon(self, topic: str, partition: int, horizon_ms: int) -> None:
+        self.table.update(
+            head_key(topic, partition),
+            "SET gch = :h",
+            condition="attribute_exists(pk) AND gch < :h",
+            values={":h": horizon_ms},
+            repeatable=True,
+            what="UpdateItem head (gc horizon)",
+        )

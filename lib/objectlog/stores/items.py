@@ -1,0 +1,34 @@
+"""The item stores a log uses, bundled: on one DynamoDB table, or in memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from objectlog.adapters.dynamodb import DynamoTable
+from objectlog.stores.dynamo_groups import DynamoGroupStore
+from objectlog.stores.dynamo_metadata import DynamoMetadata
+from objectlog.stores.groups import GroupStore
+from objectlog.stores.leases import DynamoLeaseStore, LeaseStore
+from objectlog.stores.metadata import MetadataStore
+
+
+@dataclass(frozen=True)
+class ItemStores:
+    metadata: MetadataStore
+    groups: GroupStore
+    leases: LeaseStore
+    # The table the DynamoDB stores share (None in memory): HTTP idempotency keeps its records
+    # there through Powertools, which takes a boto3 client.
+    table: DynamoTable | None = None
+
+    @classmethod
+    def dynamodb(cls, client: Any, table_name: str) -> ItemStores:
+        table = DynamoTable(client, table_name)
+        return cls(DynamoMetadata(table), DynamoGroupStore(table), DynamoLeaseStore(table), table)
+
+    @classmethod
+    def memory(cls) -> ItemStores:
+        from objectlog.stores.memory import MemoryGroupStore, MemoryLeaseStore, MemoryMetadata
+
+        return cls(MemoryMetadata(), MemoryGroupStore(), MemoryLeaseStore())

@@ -1,0 +1,434 @@
+"""In-memory item stores for unit tests: the same Protocols and the same conditional-write
+semantics as the DynamoDB stores (tests/contract runs one suite on both). One lock per store
+makes every method atomic, as one DynamoDB single-item call is."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+
+from objectlog.errors import ConcurrentModification, InvalidRequest, TopicExists, TopicNotFound
+from objectlog.format.topics import Topic, TopicConfig
+from objectlog.stores.groups import GroupState, OffsetItem, TopicPartition
+from objectlog.stores.leases import Lease
+from objectlog.stores.metadata import (
+    ACTIVE,
+    CREATING,
+    DELETING,
+    Commit,
+    CommitResult,
+    PartitionHead,
+    ProducerState,
+    commit_applies,
+    explain_failed_commit,
+)
+
+
+class MemoryMetadata:
+    """Topics, heads and producer state in dicts (stores.metadata.MetadataStore)."""
+
+    def __init__(self) -> None:
+        self._topics: dict[str, Topic] = {}
+        self._registry: set[str] = set()
+        self._heads: dict[tuple[str, int], PartitionHead] = {}
+        self._lock = threading.Lock()
+
+    def ensure_table(self) -> None:
+        pass
+
+    # ---- topics ------------------------------------------------------------------------
+
+    def put_new_topic(self, topic: Topic) -> None:
+        with self._lock:
+            if topic.name in self._topics:
+                raise TopicExists(f"topic {topic.name!r} already exists", field="topic")
+            self._topics[topic.name] = replace(topic, state=CREATING)
+
+    def set_topic_state(self, name: str, state: str, *, expected: str | None = None) -> None:
+        with self._lock:
+            topic = self._topic_for_update(name, lambda t: expected is None or t.state == expected)
+            self._topics[name] = replace(topic, state=state)
+
+    def get_topic(self, name: str) -> Topic | None:
+        with self._lock:
+            return self._topics.get(name)
+
+    def get_topics(self, names: Sequence[str]) -> dict[str, Topic]:
+        with self._lock:
+            return {name: self._topics[name] for name in names if name in self._topics}
+
+    def update_topic_config(
+        self, name: str, set_: Mapping[str, str], delete: Iterable[str]
+    ) -> None:
+        deleted = list(delete)
+        if not set_ and not deleted:
+            return
+        with self._lock:
+            topic = self._topic_for_update(name, lambda t: t.state == ACTIVE)
+            overrides = {k: v for k, v in topic.config.overrides.items() if k not in deleted}
+            overrides.update(set_)
+            self._topics[name] = replace(topic, config=TopicConfig(overrides))
+
+    def set_partition_count(self, name: str, old: int, new: int) -> None:
+        with self._lock:
+            topic = self._topic_for_update(
+                name, lambda t: t.partitions == old and t.state == ACTIVE
+            )
+            self._topics[name] = replace(topic, partitions=new)
+
+    def delete_topic_item(self, name: str) -> None:
+        with self._lock:
+            self._topics.pop(name, None)
+
+    def _topic_for_update(self, name: str, holds: Callable[[Topic], bool]) -> Topic:
+        topic = self._topics.get(name)
+        if topic is None or not holds(topic):
+            if topic is None or topic.state == DELETING:
+                raise TopicNotFound(f"topic {name!r} does not exist", field="topic")
+            raise ConcurrentModification(f"topic {name!r} changed concurrently; retry")
+        return topic
+
+    def register(self, name: str) -> None:
+        with self._lock:
+            self._registry.add(name)
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._registry.discard(name)
+
+    def registered_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._registry)
+
+    # ---- heads -------------------------------------------------------------------------
+
+    def put_heads(self, topic: Topic, partitions: Iterable[int]) -> None:
+        with self._lock:
+            for p in partitions:
+                self._heads[(topic.name, p)] = PartitionHead(
+                    topic.name, p, topic.topic_id, 0, 0, 0, (), None, 0, 0, 0, 0, {}
+                )
+
+    def delete_heads(self, topic: str, partitions: Iterable[int]) -> None:
+        with self._lock:
+            for p in partitions:
+                self._heads.pop((topic, p), None)
+
+    def get_head(self, topic: str, partition: int) -> PartitionHead | None:
+        with self._lock:
+            return self._heads.get((topic, partition))
+
+    def get_heads(self, topic: str, partitions: Iterable[int]) -> dict[int, PartitionHead]:
+        with self._lock:
+            return {p: h for p in partitions if (h := self._heads.get((topic, p))) is not None}
+
+    def commit(self, commit: Commit) -> CommitResult:
+        key = (commit.topic, commit.partition)
+        with self._lock:
+            head = self._heads.get(key)
+            if head is None or not commit_applies(commit, head):
+                return explain_failed_commit(commit, head)
+            producers = dict(head.producers)
+            if commit.producer_id is not None:
+                producers[commit.producer_id] = ProducerState(
+                    commit.sequence, head.next_offset, commit.now_s
+                )
+            new = replace(
+                head,
+                next_offset=head.next_offset + commit.ref.span,
+                tail=(*head.tail, commit.ref),
+                segments=head.segments + 1,
+                bytes=head.bytes + commit.ref.length,
+                producers=producers,
+            )
+            self._heads[key] = new
+            return CommitResult(head.next_offset, new)
+
+    def spill(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        expected_epoch: int,
+        refs_removed: int,
+        span_removed: int,
+        manifest_list: str,
+        object_time_ms: int,
+        expired_producers: Iterable[str] = (),
+    ) -> bool:
+        if refs_removed <= 0:
+            raise InvalidRequest("spill must remove at least one ref")
+        expired = set(expired_producers)
+        return self._update_head(
+            topic,
+            partition,
+            lambda h: h.index_epoch == expected_epoch and h.gc_horizon < object_time_ms,
+            lambda h: replace(
+                h,
+                tail=h.tail[refs_removed:],
+                tail_base=h.tail_base + span_removed,
+                manifest_list=manifest_list,
+                index_epoch=h.index_epoch + 1,
+                producers={p: s for p, s in h.producers.items() if p not in expired},
+            ),
+        )
+
+    def stamp_compactor_epoch(self, topic: str, partition: int, epoch: int) -> bool:
+        return self._update_head(
+            topic,
+            partition,
+            lambda h: h.compactor_epoch is None or h.compactor_epoch <= epoch,
+            lambda h: replace(h, compactor_epoch=epoch),
+        )
+
+    def swap_index(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        topic_id: str,
+        expected_index_epoch: int,
+        compactor_epoch: int,
+        manifest_list: str,
+        log_start_offset: int,
+        object_time_ms: int,
+        segments_delta: int,
+        bytes_delta: int,
+    ) -> bool:
+        return self._update_head(
+            topic,
+            partition,
+            lambda h: (
+                h.topic_id == topic_id
+                and h.index_epoch == expected_index_epoch
+                and h.compactor_epoch == compactor_epoch
+                and h.gc_horizon < object_time_ms
+            ),
+            lambda h: replace(
+                h,
+                manifest_list=manifest_list,
+                log_start_offset=log_start_offset,
+                index_epoch=h.index_epoch + 1,
+                segments=h.segments + segments_delta,
+                bytes=h.bytes + bytes_delta,
+            ),
+        )
+
+    def raise_gc_horizon(self, topic: str, partition: int, horizon_ms: int) -> None:
+        self._update_head(
+            topic,
+            partition,
+            lambda h: h.gc_horizon < horizon_ms,
+            lambda h: replace(h, gc_horizon=horizon_ms),
+        )
+
+    def _update_head(
+        self,
+        topic: str,
+        partition: int,
+        holds: Callable[[PartitionHead], bool],
+        change: Callable[[PartitionHead], PartitionHead],
+    ) -> bool:
+        with self._lock:
+            head = self._heads.get((topic, partition))
+            if head is None or not holds(head):
+                return False
+            self._heads[(topic, partition)] = change(head)
+            return True
+
+
+class MemoryGroupStore:
+    """Group, member and offset items in dicts (stores.groups.GroupStore)."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, GroupState] = {}
+        self._members: dict[tuple[str, str], tuple[int, int]] = {}  # expiry, session timeout
+        self._offsets: dict[tuple[str, TopicPartition], OffsetItem] = {}
+        self._registry: set[str] = set()
+        self._lock = threading.Lock()
+
+    def get_group(self, group: str) -> GroupState:
+        with self._lock:
+            return self._groups.get(group) or GroupState(group)
+
+    def replace_group(self, new: GroupState, *, previous: GroupState) -> bool:
+        with self._lock:
+            current = self._groups.get(new.name)
+            if previous.exists:
+                if current is None or current.generation != previous.generation:
+                    return False
+            elif current is not None:
+                return False
+            self._groups[new.name] = replace(copy.deepcopy(new), exists=True)
+            return True
+
+    def track_topics(self, group: str, topics: Iterable[str]) -> None:
+        names = set(topics)
+        if not names:
+            return
+        with self._lock:
+            current = self._groups.get(group) or GroupState(group, exists=True)
+            self._groups[group] = replace(current, topics=current.topics | names, exists=True)
+
+    def delete_group_item(self, group: str, generation: int) -> bool:
+        with self._lock:
+            current = self._groups.get(group)
+            if current is None or current.generation != generation:
+                return False
+            del self._groups[group]
+            return True
+
+    def put_member(self, group: str, member_id: str, now_ms: int, session_timeout_ms: int) -> None:
+        with self._lock:
+            self._members[(group, member_id)] = (now_ms + session_timeout_ms, session_timeout_ms)
+
+    def renew_member(self, group: str, member_id: str, now_ms: int) -> bool:
+        with self._lock:
+            found = self._members.get((group, member_id))
+            if found is None:
+                return False
+            self._members[(group, member_id)] = (now_ms + found[1], found[1])
+            return True
+
+    def delete_members(self, group: str, member_ids: Iterable[str]) -> None:
+        with self._lock:
+            for member_id in member_ids:
+                self._members.pop((group, member_id), None)
+
+    def read(
+        self, group: str, member_ids: Iterable[str], partitions: Iterable[TopicPartition]
+    ) -> tuple[dict[str, int], dict[TopicPartition, OffsetItem]]:
+        with self._lock:
+            expiries = {
+                m: self._members[(group, m)][0]
+                for m in set(member_ids)
+                if (group, m) in self._members
+            }
+            offsets = {tp: self._offsets.get((group, tp), OffsetItem()) for tp in set(partitions)}
+        return expiries, offsets
+
+    def commit(
+        self,
+        group: str,
+        tp: TopicPartition,
+        offset: int,
+        metadata: str,
+        now_ms: int,
+        *,
+        member_id: str | None,
+        generation: int,
+    ) -> OffsetItem | None:
+        def holds(item: OffsetItem) -> bool:
+            if member_id is None:
+                return item.owner is None
+            return item.owner == member_id and item.owner_generation <= generation
+
+        return self._update_offset(
+            group,
+            tp,
+            holds,
+            lambda i: replace(i, offset=offset, metadata=metadata, commit_ms=now_ms),
+        )
+
+    def claim(
+        self,
+        group: str,
+        tp: TopicPartition,
+        member_id: str,
+        generation: int,
+        seen_owner: str | None,
+    ) -> bool:
+        failed = self._update_offset(
+            group,
+            tp,
+            lambda i: i.owner == seen_owner,
+            lambda i: replace(i, owner=member_id, owner_generation=generation),
+        )
+        return failed is None
+
+    def release(
+        self, group: str, tp: TopicPartition, member_id: str, final: tuple[int, str, int] | None
+    ) -> bool:
+        def change(item: OffsetItem) -> OffsetItem:
+            if final is not None:
+                item = replace(item, offset=final[0], metadata=final[1], commit_ms=final[2])
+            return replace(item, owner=None)
+
+        return self._update_offset(group, tp, lambda i: i.owner == member_id, change) is None
+
+    def reset(
+        self, group: str, tp: TopicPartition, offset: int, now_ms: int, generation: int
+    ) -> bool:
+        failed = self._update_offset(
+            group,
+            tp,
+            lambda i: i.owner is None or i.owner_generation <= generation,
+            lambda i: replace(i, offset=offset, commit_ms=now_ms, owner=None),
+        )
+        return failed is None
+
+    def delete_offsets(self, group: str, partitions: Sequence[TopicPartition]) -> None:
+        with self._lock:
+            for tp in partitions:
+                self._offsets.pop((group, tp), None)
+
+    def register(self, group: str) -> None:
+        with self._lock:
+            self._registry.add(group)
+
+    def unregister(self, group: str) -> None:
+        with self._lock:
+            self._registry.discard(group)
+
+    def group_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._registry)
+
+    def _update_offset(
+        self,
+        group: str,
+        tp: TopicPartition,
+        holds: Callable[[OffsetItem], bool],
+        change: Callable[[OffsetItem], OffsetItem],
+    ) -> OffsetItem | None:
+        """None if applied, else the item as it was (OffsetItem() when there was none)."""
+        with self._lock:
+            key = (group, TopicPartition(*tp))
+            current = self._offsets.get(key)
+            seen = current or OffsetItem()
+            if not holds(seen):
+                return seen
+            self._offsets[key] = change(seen)
+            return None
+
+
+class MemoryLeaseStore:
+    """Lease items in a dict (stores.leases.LeaseStore)."""
+
+    def __init__(self) -> None:
+        self._leases: dict[str, Lease] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Lease | None:
+        with self._lock:
+            return self._leases.get(name)
+
+    def put(self, lease: Lease, *, seen_epoch: int | None, owner: str | None = None) -> bool:
+        with self._lock:
+            current = self._leases.get(lease.name)
+            if seen_epoch is None:
+                if current is not None:
+                    return False
+            elif (
+                current is None
+                or current.epoch != seen_epoch
+                or (owner is not None and current.owner != owner)
+            ):
+                return False
+            self._leases[lease.name] = lease
+            return True
+
+
+__all__ = ["MemoryGroupStore", "MemoryLeaseStore", "MemoryMetadata"]

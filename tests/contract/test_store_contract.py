@@ -1,0 +1,328 @@
+"""One contract for the item stores, run on the in-memory stores and on DynamoDB (the embedded
+moto server, or whatever AWS_ENDPOINT_URL names), so the fake cannot drift from DynamoDB's
+conditional-write semantics."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from objectlog.adapters import aws
+from objectlog.config import Config
+from objectlog.errors import (
+    ConcurrentModification,
+    HorizonPassed,
+    InvalidRequest,
+    OutOfOrderSequence,
+    TopicExists,
+    TopicNotFound,
+)
+from objectlog.format.index import LEVEL_L0, SegmentRef
+from objectlog.format.topics import Topic, TopicConfig
+from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPartition
+from objectlog.stores.items import ItemStores
+from objectlog.stores.leases import Lease
+from objectlog.stores.metadata import ACTIVE, CREATING, DELETING, Commit
+
+TP = TopicPartition("t", 0)
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def stores(request: pytest.FixtureRequest) -> Iterator[ItemStores]:
+    if request.param == "memory":
+        yield ItemStores.memory()
+        return
+    request.getfixturevalue("aws_endpoint")
+    config = Config.from_env()
+    items = ItemStores.dynamodb(aws.dynamodb_client(config), f"contract-{uuid.uuid4().hex[:12]}")
+    items.metadata.ensure_table()
+    yield items
+
+
+def topic(name: str = "t", partitions: int = 2) -> Topic:
+    return Topic(name, f"id-{name}", partitions, TopicConfig({"retention.ms": "1000"}), 5)
+
+
+def ref(records: int = 3, length: int = 100) -> SegmentRef:
+    return SegmentRef(LEVEL_L0, uuid.uuid4().hex, 0, length, records, records, 1, 2)
+
+
+def commit(
+    t: Topic, *, pid: str | None = "p", seq: int = 0, ots: int = 1000, gaps: bool = False
+) -> Commit:
+    return Commit(t.topic_id, t.name, 0, ref(), ots, pid, seq, now_s=7, allow_sequence_gaps=gaps)
+
+
+def created(stores: ItemStores, t: Topic) -> Topic:
+    stores.metadata.put_new_topic(t)
+    stores.metadata.put_heads(t, range(t.partitions))
+    stores.metadata.set_topic_state(t.name, ACTIVE)
+    return t
+
+
+# ---- topics ------------------------------------------------------------------------------
+
+
+def test_a_topic_is_created_once_and_read_back(stores: ItemStores) -> None:
+    m = stores.metadata
+    m.put_new_topic(topic())
+    with pytest.raises(TopicExists):
+        m.put_new_topic(topic())
+    got = m.get_topic("t")
+    assert got is not None and got.state == CREATING and got.topic_id == "id-t"
+    assert got.partitions == 2 and got.config.overrides == {"retention.ms": "1000"}
+    assert m.get_topic("missing") is None
+    assert set(m.get_topics(["t", "missing", "t"])) == {"t"}
+
+
+def test_topic_state_config_and_partitions_are_conditional(stores: ItemStores) -> None:
+    m = stores.metadata
+    m.put_new_topic(topic())
+    with pytest.raises(TopicNotFound):
+        m.set_topic_state("missing", ACTIVE)
+    with pytest.raises(ConcurrentModification):
+        m.update_topic_config("t", {"retention.ms": "5"}, [])  # still CREATING
+    m.set_topic_state("t", ACTIVE, expected=CREATING)
+    with pytest.raises(ConcurrentModification):
+        m.set_topic_state("t", DELETING, expected=CREATING)
+    m.update_topic_config("t", {"max.message.bytes": "10"}, ["retention.ms"])
+    got = m.get_topic("t")
+    assert got is not None and got.config.overrides == {"max.message.bytes": "10"}
+    with pytest.raises(ConcurrentModification):
+        m.set_partition_count("t", 5, 6)  # it has 2, not 5
+    m.set_partition_count("t", 2, 4)
+    assert (m.get_topic("t") or topic()).partitions == 4
+    m.set_topic_state("t", DELETING)
+    with pytest.raises(TopicNotFound):
+        m.update_topic_config("t", {"max.message.bytes": "11"}, [])
+    m.delete_topic_item("t")
+    assert m.get_topic("t") is None
+
+
+def test_the_registry_lists_registered_names(stores: ItemStores) -> None:
+    m = stores.metadata
+    assert m.registered_names() == []
+    for name in ("b", "a", "b"):
+        m.register(name)
+    m.unregister("b")
+    m.unregister("never")
+    assert m.registered_names() == ["a"]
+
+
+# ---- heads -------------------------------------------------------------------------------
+
+
+def test_commits_assign_consecutive_offsets_and_remember_the_producer(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    first = stores.metadata.commit(commit(t, seq=0))
+    second = stores.metadata.commit(commit(t, seq=1, pid=None))
+    third = stores.metadata.commit(commit(t, seq=1))
+    assert (first.base_offset, second.base_offset, third.base_offset) == (0, 3, 6)
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None and third.head == head
+    assert (head.next_offset, head.segments, head.bytes, len(head.tail)) == (9, 3, 300, 3)
+    assert head.producers["p"].sequence == 1 and head.producers["p"].base_offset == 6
+    assert head.producers["p"].last_use_s == 7
+    assert set(stores.metadata.get_heads("t", [0, 1, 5])) == {0, 1}
+
+
+def test_a_repeated_commit_answers_its_first_offset_and_a_gap_is_refused(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    stores.metadata.commit(commit(t, seq=0))
+    again = stores.metadata.commit(commit(t, seq=0))
+    assert again.duplicate and again.base_offset == 0
+    with pytest.raises(OutOfOrderSequence):
+        stores.metadata.commit(commit(t, seq=5))
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None and head.next_offset == 3
+
+
+def test_sequence_gaps_when_allowed_and_older_ones_are_duplicates(stores: ItemStores) -> None:
+    t = created(stores, topic())
+    assert stores.metadata.commit(commit(t, seq=4, gaps=True)).base_offset == 0
+    assert stores.metadata.commit(commit(t, seq=9, gaps=True)).base_offset == 3
+    older = stores.metadata.commit(commit(t, seq=5, gaps=True))
+    assert older.duplicate and older.base_offset == -1
+
+
+def test_commits_behind_the_gc_horizon_or_to_another_topic_id_fail(stores: ItemStores) -> None:
+    t = created(stores, topic())
+    stores.metadata.raise_gc_horizon("t", 0, 2000)
+    stores.metadata.raise_gc_horizon("t", 0, 1500)  # never lowered
+    with pytest.raises(HorizonPassed):
+        stores.metadata.commit(commit(t, ots=2000))
+    assert stores.metadata.commit(commit(t, ots=2001)).base_offset == 0
+    other = Topic("t", "another-id", 2, TopicConfig(), 5)
+    with pytest.raises(TopicNotFound):
+        stores.metadata.commit(commit(other, ots=3000))
+    stores.metadata.delete_heads("t", [0])
+    with pytest.raises(TopicNotFound):
+        stores.metadata.commit(commit(t, ots=3000, seq=1))
+    stores.metadata.raise_gc_horizon("t", 0, 9000)  # a head that is gone stays gone
+    assert stores.metadata.get_head("t", 0) is None
+
+
+def test_a_spill_moves_the_oldest_refs_once(stores: ItemStores) -> None:
+    t = created(stores, topic())
+    for seq in range(4):
+        stores.metadata.commit(commit(t, seq=seq, pid=f"p{seq}"))
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None
+    kept = head.tail[2:]
+
+    def spill(epoch: int, ots: int = 5000) -> bool:
+        return stores.metadata.spill(
+            "t",
+            0,
+            expected_epoch=epoch,
+            refs_removed=2,
+            span_removed=6,
+            manifest_list="ml-1",
+            object_time_ms=ots,
+            expired_producers=["p0", "p1"],
+        )
+
+    assert spill(head.index_epoch)
+    assert not spill(head.index_epoch)  # the epoch moved: a racing spiller loses
+    spilled = stores.metadata.get_head("t", 0)
+    assert spilled is not None and spilled.tail == kept and spilled.tail_base == 6
+    assert spilled.manifest_list == "ml-1" and spilled.index_epoch == head.index_epoch + 1
+    assert set(spilled.producers) == {"p2", "p3"} and spilled.next_offset == 12
+    stores.metadata.raise_gc_horizon("t", 0, 9000)
+    assert not spill(spilled.index_epoch, ots=9000)
+    with pytest.raises(InvalidRequest):
+        stores.metadata.spill(
+            "t", 0, expected_epoch=1, refs_removed=0, span_removed=0,
+            manifest_list="x", object_time_ms=1,
+        )  # fmt: skip
+
+
+def test_a_swap_needs_the_compactor_epoch_it_stamped(stores: ItemStores) -> None:
+    t = created(stores, topic())
+    stores.metadata.commit(commit(t))
+    assert stores.metadata.stamp_compactor_epoch("t", 0, 3)
+    assert not stores.metadata.stamp_compactor_epoch("t", 0, 2)  # an older holder is fenced
+    assert not stores.metadata.stamp_compactor_epoch("t", 9, 5)  # no such head
+
+    def swap(compactor_epoch: int, index_epoch: int = 0, topic_id: str = t.topic_id) -> bool:
+        return stores.metadata.swap_index(
+            "t",
+            0,
+            topic_id=topic_id,
+            expected_index_epoch=index_epoch,
+            compactor_epoch=compactor_epoch,
+            manifest_list="ml-c",
+            log_start_offset=2,
+            object_time_ms=5000,
+            segments_delta=-1,
+            bytes_delta=-40,
+        )
+
+    assert not swap(2) and not swap(3, index_epoch=7) and not swap(3, topic_id="x")
+    assert swap(3)
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None and head.compactor_epoch == 3 and head.index_epoch == 1
+    assert (head.manifest_list, head.log_start_offset, head.segments, head.bytes) == (
+        "ml-c",
+        2,
+        0,
+        60,
+    )
+    assert head.next_offset == 3  # a swap never moves the high watermark
+
+
+# ---- groups ------------------------------------------------------------------------------
+
+
+def group(generation: int, *members: str) -> GroupState:
+    info = MemberInfo("c", ("t",), 1000, ("range",))
+    return GroupState(
+        "g",
+        generation,
+        {m: info for m in members},
+        {m: (TP,) for m in members[:1]},
+        "range",
+        frozenset({"t"}),
+        11,
+        exists=True,
+    )
+
+
+def test_the_group_item_is_replaced_at_the_generation_read(stores: ItemStores) -> None:
+    g = stores.groups
+    absent = g.get_group("g")
+    assert not absent.exists and absent.generation == 0
+    assert g.replace_group(group(1, "a"), previous=absent)
+    assert not g.replace_group(group(1, "b"), previous=absent)  # it exists now
+    current = g.get_group("g")
+    assert current == group(1, "a")
+    assert not g.replace_group(group(2, "b"), previous=group(5))
+    assert g.replace_group(group(2, "a", "b"), previous=current)
+    g.track_topics("g", ["u"])
+    assert g.get_group("g").topics == {"t", "u"}
+    assert not g.delete_group_item("g", 1)
+    assert g.delete_group_item("g", 2)
+    g.track_topics("h", ["t"])  # an offsets-only group gets an empty item
+    tracked = g.get_group("h")
+    assert tracked.exists and tracked.generation == 0 and tracked.topics == {"t"}
+
+
+def test_members_expire_unless_renewed(stores: ItemStores) -> None:
+    g = stores.groups
+    g.put_member("g", "a", now_ms=100, session_timeout_ms=50)
+    g.put_member("g", "b", now_ms=100, session_timeout_ms=10)
+    assert g.renew_member("g", "a", now_ms=200)
+    assert not g.renew_member("g", "zz", now_ms=200)
+    assert g.read("g", ["a", "b", "zz"], [])[0] == {"a": 250, "b": 110}
+    g.delete_members("g", ["b", "b"])
+    assert g.read("g", ["a", "b"], [])[0] == {"a": 250}
+
+
+def test_offsets_move_only_by_their_owner_at_its_generation(stores: ItemStores) -> None:
+    g = stores.groups
+    assert g.commit("g", TP, 5, "m", 1, member_id=None, generation=-1) is None  # unowned
+    assert g.claim("g", TP, "a", 2, seen_owner=None)
+    assert not g.claim("g", TP, "b", 3, seen_owner=None)  # a saw it first
+    fenced = g.commit("g", TP, 9, "", 2, member_id="b", generation=3)
+    assert fenced == OffsetItem(5, "m", 1, "a", 2)
+    assert g.commit("g", TP, 9, "", 2, member_id=None, generation=-1) is not None
+    assert g.commit("g", TP, 7, "x", 3, member_id="a", generation=2) is None
+    assert g.commit("g", TP, 7, "x", 3, member_id="a", generation=1) is not None  # older gen
+    assert not g.release("g", TP, "b", (99, "", 4))
+    assert g.release("g", TP, "a", (8, "last", 4))
+    assert g.read("g", [], [TP])[1][TP] == OffsetItem(8, "last", 4, None, 2)
+    assert g.claim("g", TP, "b", 5, seen_owner=None)
+    assert not g.reset("g", TP, 0, 6, generation=4)  # b claimed it after generation 4
+    assert g.reset("g", TP, 0, 6, generation=5)
+    assert g.read("g", [], [TP])[1][TP] == OffsetItem(0, "last", 6, None, 5)
+    assert not g.release("g", TopicPartition("t", 9), "a", None)  # no such item
+    g.delete_offsets("g", [TP])
+    assert g.read("g", [], [TP])[1][TP] == OffsetItem()
+
+
+def test_the_group_registry(stores: ItemStores) -> None:
+    for name in ("b", "a"):
+        stores.groups.register(name)
+    stores.groups.unregister("b")
+    assert stores.groups.group_names() == ["a"]
+
+
+# ---- leases ------------------------------------------------------------------------------
+
+
+def test_a_lease_is_taken_from_the_epoch_seen_only(stores: ItemStores) -> None:
+    leases = stores.leases
+    assert leases.get("c") is None
+    assert leases.put(Lease("c", "a", 1, 100), seen_epoch=None)
+    assert not leases.put(Lease("c", "b", 1, 100), seen_epoch=None)
+    assert not leases.put(Lease("c", "b", 2, 100), seen_epoch=0)
+    assert leases.put(Lease("c", "b", 2, 200), seen_epoch=1)
+    assert not leases.put(Lease("c", "a", 2, 0), seen_epoch=2, owner="a")  # b holds it
+    assert leases.put(Lease("c", "b", 2, 0), seen_epoch=2, owner="b")
+    assert leases.get("c") == Lease("c", "b", 2, 0)
