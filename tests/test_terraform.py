@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 import requests
 
-from objectlog import ObjectLog, packaging
+from objectlog import ObjectLog
 from objectlog.groups import TopicPartition
 from objectlog.http.routes import ROUTES
+from objectlog.tools import packaging
 from objectlog.tools.deploy import (
     TERRAFORM_DIR,
     Call,
