@@ -23,7 +23,7 @@ from objectlog import ObjectLog
 from objectlog.errors import InvalidRequest, OffsetOutOfRange
 from objectlog.format.partitioner import partition_for_key
 from objectlog.format.segment import decode_parquet
-from objectlog.stores.dynamo_metadata import head_key
+from objectlog.stores.dynamo_metadata import DynamoMetadata, head_key
 
 pytest.importorskip("pyspark", reason="make test installs pyspark (the spark extra)")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -141,8 +141,8 @@ def ends(produced: dict[tuple[int, int], bytes]) -> dict[int, int]:
 
 def remove_below(log: ObjectLog, topic: str, partition: int, offset: int) -> None:
     """What retention (issue 6) does to a head: the log now starts at offset."""
-    assert log.items.table is not None
-    log.items.table.update(
+    assert isinstance(log.items.metadata, DynamoMetadata)
+    log.items.metadata.table.update(
         head_key(topic, partition), "SET lso = :o", values={":o": offset}, repeatable=True
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -22,6 +23,7 @@ from objectlog.errors import (
 from objectlog.format.index import LEVEL_L0, SegmentRef
 from objectlog.format.topics import Topic, TopicConfig
 from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPartition
+from objectlog.stores.idempotency import COMPLETED, IN_PROGRESS, IdempotencyRecord
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import Lease
 from objectlog.stores.metadata import ACTIVE, CREATING, DELETING, Commit
@@ -326,3 +328,46 @@ def test_a_lease_is_taken_from_the_epoch_seen_only(stores: ItemStores) -> None:
     assert not leases.put(Lease("c", "a", 2, 0), seen_epoch=2, owner="a")  # b holds it
     assert leases.put(Lease("c", "b", 2, 0), seen_epoch=2, owner="b")
     assert leases.get("c") == Lease("c", "b", 2, 0)
+
+
+# ---- idempotency records -----------------------------------------------------------------
+
+NOW_MS = 1_700_000_000_000
+
+
+def in_progress(key: str = "k", **fields: object) -> IdempotencyRecord:
+    values: dict[str, object] = {
+        "status": IN_PROGRESS,
+        "expires_s": NOW_MS // 1000 + 60,
+        "payload_hash": "h1",
+    }
+    values.update(fields)
+    return IdempotencyRecord(key, **values)  # type: ignore[arg-type]
+
+
+def test_an_idempotency_key_is_held_until_it_expires(stores: ItemStores) -> None:
+    store = stores.idempotency
+    assert store.get("k") is None
+    assert store.put_if_free(in_progress(), NOW_MS) is None
+    holder = store.put_if_free(in_progress(payload_hash="h2"), NOW_MS)
+    assert holder is not None and holder.status == IN_PROGRESS and holder.payload_hash == "h1"
+    store.complete(replace(in_progress(), status=COMPLETED, response='{"ok": 1}'))
+    done = store.get("k")
+    assert done is not None and done.status == COMPLETED and done.response == '{"ok": 1}'
+    assert store.put_if_free(in_progress(), NOW_MS) == done
+    later = NOW_MS + 61_000
+    assert store.put_if_free(in_progress(expires_s=later // 1000 + 60), later) is None
+    again = store.get("k")
+    assert again is not None and again.status == IN_PROGRESS and not again.response
+
+
+def test_a_stalled_in_progress_key_is_free_and_delete_frees_it(stores: ItemStores) -> None:
+    store = stores.idempotency
+    assert store.put_if_free(in_progress(in_progress_expires_ms=NOW_MS + 5), NOW_MS) is None
+    assert store.put_if_free(in_progress(), NOW_MS + 5) is not None
+    assert store.put_if_free(in_progress(), NOW_MS + 6) is None
+    store.delete("k")
+    assert store.get("k") is None
+    store.delete("k")
+    assert store.put_if_free(in_progress("other"), NOW_MS) is None
+    assert store.get("k") is None

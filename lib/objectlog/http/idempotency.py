@@ -1,10 +1,11 @@
 """Idempotent HTTP produce: a retried request with the same Idempotency-Key writes nothing.
 
-Powertools idempotency on the objectlog table (pk ``idempotency#produce``, sk = the key's hash):
-the first request with a key records "in progress", runs, and stores its response; a retry
-within the expiry gets that response back; a concurrent duplicate gets 409; the same key with a
-different body gets 422. A request that failed with a retriable (5xx) error stores nothing, so
-its retry runs again (the producer's own sequences still keep that retry from duplicating).
+Powertools idempotency on the log's IdempotencyStore (on DynamoDB: the objectlog table, pk
+``idempotency#produce``, sk = the key's hash; in memory for unit tests): the first request with
+a key records "in progress", runs, and stores its response; a retry within the expiry gets that
+response back; a concurrent duplicate gets 409; the same key with a different body gets 422. A
+request that failed with a retriable (5xx) error stores nothing, so its retry runs again (the
+producer's own sequences still keep that retry from duplicating).
 """
 
 from __future__ import annotations
@@ -14,19 +15,22 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
+    IdempotencyItemAlreadyExistsError,
+    IdempotencyItemNotFoundError,
     IdempotencyValidationError,
 )
+from aws_lambda_powertools.utilities.idempotency.persistence.base import (
+    BasePersistenceLayer,
+    DataRecord,
+)
 
-from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.clients.direct import ObjectLog
+from objectlog.clock import Clock, SystemClock
 from objectlog.errors import ConcurrentModification, InvalidRequest
+from objectlog.stores.idempotency import IdempotencyRecord, IdempotencyStore
 
 HEADER = "idempotency-key"
 ENV_EXPIRY = "OBJECTLOG_IDEMPOTENCY_EXPIRY_S"
@@ -44,15 +48,63 @@ class _RetriableFailure(Exception):
         self.outcome = outcome
 
 
+class StorePersistence(BasePersistenceLayer):
+    """Powertools' persistence layer over an objectlog IdempotencyStore: Powertools keeps the
+    protocol (hashing, validation, expiry), the store keeps the records. Powertools computes
+    expiries from the wall clock, so "now" here is the wall clock too (not a test's clock)."""
+
+    def __init__(self, store: IdempotencyStore, clock: Clock | None = None) -> None:
+        super().__init__()
+        self.store = store
+        self.clock = clock or SystemClock()
+
+    def _get_record(self, idempotency_key: str) -> DataRecord:
+        record = self.store.get(idempotency_key)
+        if record is None:
+            raise IdempotencyItemNotFoundError
+        return _data_record(record)
+
+    def _put_record(self, data_record: DataRecord) -> None:
+        holder = self.store.put_if_free(_store_record(data_record), self.clock.now_ms())
+        if holder is None:
+            return
+        old = _data_record(holder)
+        self._validate_payload(data_payload=data_record, stored_data_record=old)
+        self._save_to_cache(data_record=old)
+        raise IdempotencyItemAlreadyExistsError(old_data_record=old)
+
+    def _update_record(self, data_record: DataRecord) -> None:
+        self.store.complete(_store_record(data_record))
+
+    def _delete_record(self, data_record: DataRecord) -> None:
+        self.store.delete(data_record.idempotency_key)
+
+
+def _store_record(data: DataRecord) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        key=data.idempotency_key,
+        status=data.status,
+        expires_s=int(data.expiry_timestamp or 0),
+        in_progress_expires_ms=data.in_progress_expiry_timestamp,
+        response=data.response_data,
+        payload_hash=data.payload_hash,
+    )
+
+
+def _data_record(record: IdempotencyRecord) -> DataRecord:
+    return DataRecord(
+        idempotency_key=record.key,
+        status=record.status,
+        expiry_timestamp=record.expires_s,
+        in_progress_expiry_timestamp=record.in_progress_expires_ms,
+        response_data=record.response or "",
+        payload_hash=record.payload_hash or "",
+    )
+
+
 class IdempotentRunner:
     def __init__(self, log: ObjectLog) -> None:
-        self.persistence = DynamoDBPersistenceLayer(
-            table_name=log.config.table,
-            key_attr="pk",
-            sort_key_attr="sk",
-            static_pk_value="idempotency#produce",
-            boto3_client=_table_of(log).client,
-        )
+        self.persistence = StorePersistence(log.items.idempotency)
         self.config = IdempotencyConfig(
             event_key_jmespath="[route, topic, key]",
             payload_validation_jmespath="body_sha256",
@@ -104,9 +156,3 @@ class IdempotentRunner:
             raise InvalidRequest(
                 "this Idempotency-Key was used with a different request body", field=HEADER
             ) from e
-
-
-def _table_of(log: ObjectLog) -> DynamoTable:
-    if log.items.table is None:
-        raise InvalidRequest("Idempotency-Key needs the DynamoDB stores; this log has none")
-    return log.items.table

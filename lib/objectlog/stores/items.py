@@ -9,6 +9,7 @@ from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.stores.dynamo_groups import DynamoGroupStore
 from objectlog.stores.dynamo_metadata import DynamoMetadata
 from objectlog.stores.groups import GroupStore
+from objectlog.stores.idempotency import DynamoIdempotencyStore, IdempotencyStore
 from objectlog.stores.leases import DynamoLeaseStore, LeaseStore
 from objectlog.stores.metadata import MetadataStore
 
@@ -18,17 +19,27 @@ class ItemStores:
     metadata: MetadataStore
     groups: GroupStore
     leases: LeaseStore
-    # The table the DynamoDB stores share (None in memory): HTTP idempotency keeps its records
-    # there through Powertools, which takes a boto3 client.
-    table: DynamoTable | None = None
+    idempotency: IdempotencyStore
 
     @classmethod
     def dynamodb(cls, client: Any, table_name: str) -> ItemStores:
         table = DynamoTable(client, table_name)
-        return cls(DynamoMetadata(table), DynamoGroupStore(table), DynamoLeaseStore(table), table)
+        return cls(
+            DynamoMetadata(table),
+            DynamoGroupStore(table),
+            DynamoLeaseStore(table),
+            DynamoIdempotencyStore(table),
+        )
 
     @classmethod
     def memory(cls) -> ItemStores:
-        from objectlog.stores.memory import MemoryGroupStore, MemoryLeaseStore, MemoryMetadata
+        from objectlog.stores.memory import (
+            MemoryGroupStore,
+            MemoryIdempotencyStore,
+            MemoryLeaseStore,
+            MemoryMetadata,
+        )
 
-        return cls(MemoryMetadata(), MemoryGroupStore(), MemoryLeaseStore())
+        return cls(
+            MemoryMetadata(), MemoryGroupStore(), MemoryLeaseStore(), MemoryIdempotencyStore()
+        )

@@ -12,6 +12,7 @@ from dataclasses import replace
 from objectlog.errors import ConcurrentModification, InvalidRequest, TopicExists, TopicNotFound
 from objectlog.format.topics import Topic, TopicConfig
 from objectlog.stores.groups import GroupState, OffsetItem, TopicPartition
+from objectlog.stores.idempotency import IdempotencyRecord, holds_key
 from objectlog.stores.leases import Lease
 from objectlog.stores.metadata import (
     ACTIVE,
@@ -431,4 +432,37 @@ class MemoryLeaseStore:
             return True
 
 
-__all__ = ["MemoryGroupStore", "MemoryLeaseStore", "MemoryMetadata"]
+class MemoryIdempotencyStore:
+    """Idempotency records in a dict (stores.idempotency.IdempotencyStore)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, IdempotencyRecord] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> IdempotencyRecord | None:
+        with self._lock:
+            return self._records.get(key)
+
+    def put_if_free(self, record: IdempotencyRecord, now_ms: int) -> IdempotencyRecord | None:
+        with self._lock:
+            current = self._records.get(record.key)
+            if current is not None and holds_key(current, now_ms):
+                return current
+            self._records[record.key] = replace(record, response=None)
+            return None
+
+    def complete(self, record: IdempotencyRecord) -> None:
+        with self._lock:
+            current = self._records.get(record.key)
+            self._records[record.key] = replace(
+                record,
+                in_progress_expires_ms=current.in_progress_expires_ms if current else None,
+                payload_hash=record.payload_hash or (current.payload_hash if current else None),
+            )
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._records.pop(key, None)
+
+
+__all__ = ["MemoryGroupStore", "MemoryIdempotencyStore", "MemoryLeaseStore", "MemoryMetadata"]
