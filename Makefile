@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
@@ -25,16 +25,26 @@ run: install
 
 test: install prereqs lint pytest
 
-# Java runs the Spark tests; Debian's Chromium renders /docs in tests/test_docs_ui.py.
+# Java runs the Spark tests; Debian's Chromium renders /docs in tests/e2e/test_docs_ui.py.
 prereqs:
-	@command -v java >/dev/null || { echo "error: Java 17 is required by PySpark (tests/test_spark.py); install openjdk-17-jre-headless" >&2; exit 1; }
+	@command -v java >/dev/null || { echo "error: Java 17 is required by PySpark (tests/e2e/test_spark.py); install openjdk-17-jre-headless" >&2; exit 1; }
 	@command -v chromium >/dev/null || { \
 		echo "Chromium is missing: installing Debian's chromium package"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-		|| { echo "error: could not install chromium (needed by tests/test_docs_ui.py); install it and re-run" >&2; exit 1; }; }
+		|| { echo "error: could not install chromium (needed by tests/e2e/test_docs_ui.py); install it and re-run" >&2; exit 1; }; }
 
 pytest: install
 	$(BIN)/python -m pytest
+
+# The suite by kind (tests/conftest.py): unit needs no server and runs in under a minute.
+test-unit: install
+	$(BIN)/python -m pytest tests/unit
+
+test-functional: install
+	$(BIN)/python -m pytest tests/contract tests/functional
+
+test-e2e: install prereqs
+	$(BIN)/python -m pytest tests/e2e
 
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install

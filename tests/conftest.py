@@ -2,6 +2,12 @@
 
 Set AWS_ENDPOINT_URL before running pytest to target LocalStack or AWS instead; otherwise
 moto's server app runs on loopback with every request serialized (objectlog.tools.embedded).
+
+Tests show their kind by folder, and each folder is also a marker (``pytest -m unit``):
+    unit/        in-memory stores, no server of any kind (make test-unit, under a minute)
+    contract/    one suite per Protocol, on the in-memory stores and on the AWS endpoint
+    functional/  the library, handlers and CLI against the AWS endpoint over real HTTP
+    e2e/         Terraform deploys, Chromium, Spark
 """
 
 from __future__ import annotations
@@ -18,6 +24,15 @@ from objectlog.clock import ManualClock
 from objectlog.config import Config
 from objectlog.tools.embedded import EmbeddedAWS
 from objectlog.tools.gateway import LocalGateway, local_api
+
+KINDS = ("unit", "contract", "functional", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        kind = item.path.parent.name
+        if kind in KINDS:
+            item.add_marker(kind)
 
 
 @pytest.fixture(scope="session")

@@ -60,7 +60,7 @@ PRUNED_PATHS = ("pyarrow/include/", "pyarrow/src/", "numpy/_core/include/", "num
 PRUNED_SUFFIXES = (".pyc", ".pyx", ".pxd", ".pxi", ".h", ".hpp", ".cc", ".c")
 # pyarrow's Arrow Flight RPC (30 MB) and its S3 filesystem (16 MB): objectlog reads S3 through
 # boto3/aioboto3 and never imports pyarrow.flight; pyarrow.fs treats a missing _s3fs as "not
-# built with S3". tests/test_terraform.py runs the handlers from an x86_64 layer pruned the
+# built with S3". tests/e2e/test_terraform.py runs the handlers from an x86_64 layer pruned the
 # same way, so a needed file pruned here fails a test.
 PRUNED_GLOBS = (
     "pyarrow/libarrow_flight.so*",

@@ -1,6 +1,6 @@
 # ---- IAM: one role per function, granting only the calls its handler makes ------------------
 #
-# tests/test_terraform.py applies this to moto, records every (action, resource) each handler
+# tests/e2e/test_terraform.py applies this to moto, records every (action, resource) each handler
 # calls during an end-to-end run, and checks the policies below allow each one and grant no
 # action a handler never called (the only exceptions are the runtime's own calls: CloudWatch
 # Logs, X-Ray, and KMS on the customer key when one is configured). Keep the two in step:

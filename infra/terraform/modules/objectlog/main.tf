@@ -16,7 +16,7 @@ locals {
   table_name           = coalesce(var.table_name, var.name)
 
   # The HTTP routes and the function serving each: generated from objectlog.http.routes.ROUTES
-  # (tests/test_terraform.py fails if the two differ). Anything else goes to fetch ($default).
+  # (tests/e2e/test_terraform.py fails if the two differ). Anything else goes to fetch ($default).
   routes = jsondecode(file("${path.module}/routes.json"))
 
   # The key layout inside the bucket (objectlog.format.layout): every S3 permission names one of these.

@@ -65,7 +65,7 @@ KAFKA_HEADERS = StructField(
     "headers",
     ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
 )
-EXAMPLE = Path(__file__).parent.parent / "examples" / "spark_pipeline.py"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "spark_pipeline.py"
 
 
 @pytest.fixture(scope="session")
@@ -305,34 +305,6 @@ def test_pushed_filters_prune_segments(log: ObjectLog, produced: Any) -> None:
     assert [
         (t.start_offset, t.end_offset) for p in only_offset.partitions() for t in [p.value]
     ] == [(0, 1)] * 3
-
-
-def test_pushdown_rules() -> None:
-    from datetime import UTC, datetime
-
-    from objectlog.spark.pushdown import prune
-
-    @dataclass(frozen=True)
-    class In:
-        attribute: tuple[str, ...]
-        value: Any
-
-    @dataclass(frozen=True)
-    class LessThanOrEqual(In):
-        pass
-
-    @dataclass(frozen=True)
-    class Not:
-        child: Any
-
-    offsets_in = In(("offset",), (3, 9))
-    negated = Not(In(("partition",), (1,)))
-    naive = LessThanOrEqual(("timestamp",), datetime(2024, 1, 1))
-    pruning, remaining = prune([In(("topic",), ("a", "b")), offsets_in, negated, naive])
-    assert pruning.topics == {"a", "b"} and (pruning.min_offset, pruning.end_offset) == (3, 10)
-    assert remaining == [offsets_in, negated, naive]  # IN of offsets only narrows the range
-    # A naive datetime is in a session time zone we cannot see: prune 15 hours wider.
-    assert pruning.max_timestamp == datetime(2024, 1, 1, 15, tzinfo=UTC).timestamp() * 1000
 
 
 def test_mapinarrow_path_matches_the_data_source(spark: Any, log: ObjectLog, produced: Any) -> None:

@@ -45,7 +45,7 @@ from objectlog.tools.deploy import (
 )
 from objectlog.tools.packaging import LAMBDA_UNZIPPED_LIMIT
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MODULE_DIR = TERRAFORM_DIR / "modules" / "objectlog"
 REPORT = REPO / "build" / "terraform-e2e.json"
 TOPIC = "orders"

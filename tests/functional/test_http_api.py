@@ -13,7 +13,7 @@ from objectlog import ObjectLog
 from objectlog.http.routes import FETCH, PRODUCE, ROUTES
 from objectlog.tools.gateway import LambdaContext, LocalGateway
 
-EVENTS = Path(__file__).parent / "events"
+EVENTS = Path(__file__).parents[1] / "events"
 
 
 def b64(data: bytes) -> str:

@@ -6,7 +6,8 @@ reader from the log start must see: every record at the offset it was given, unc
 order; the latest value of every key; every record newer than the last compaction; every
 tombstone younger than delete.retention.ms. Objects live in the in-memory store behind the
 same ObjectStore interface; partition heads in DynamoDB on the moto server (the moto
-profile) or in the in-memory item stores (the memory profile, no server at all).
+profile, tests/functional/test_compaction_model.py) or in the in-memory item stores (the memory
+profile, tests/unit/test_compaction_model.py, no server at all).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -118,7 +118,10 @@ class CompactedTopic(RuleBasedStateMachine):
             offset = result.next_offset
 
 
-def run_machine(config: Config, *, in_memory: bool, examples: int, steps: int) -> None:
+def run_machine(
+    config: Config, *, in_memory: bool, examples: int, steps: int, derandomize: bool = True
+) -> None:
+    """Run the machine; derandomized (the same cases every run) unless told otherwise."""
     CompactedTopic.config = config
     CompactedTopic.in_memory = in_memory
     machine = CompactedTopic.TestCase
@@ -127,38 +130,6 @@ def run_machine(config: Config, *, in_memory: bool, examples: int, steps: int) -
         stateful_step_count=steps,
         deadline=None,
         suppress_health_check=list(HealthCheck),
-        derandomize=True,
-    )
-    machine().runTest()
-
-
-def test_compaction_keeps_kafkas_guarantees_in_memory() -> None:
-    run_machine(Config(), in_memory=True, examples=12, steps=25)
-
-
-def test_compaction_keeps_kafkas_guarantees(log_config: Config) -> None:
-    CompactedTopic.config = log_config
-    CompactedTopic.in_memory = False
-    machine = CompactedTopic.TestCase
-    machine.settings = settings(
-        max_examples=12,
-        stateful_step_count=25,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        derandomize=True,
-    )
-    machine().runTest()
-
-
-@pytest.mark.slow
-def test_compaction_keeps_kafkas_guarantees_long(log_config: Config) -> None:
-    CompactedTopic.config = log_config
-    CompactedTopic.in_memory = False
-    machine = CompactedTopic.TestCase
-    machine.settings = settings(
-        max_examples=200,
-        stateful_step_count=50,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
+        derandomize=derandomize,
     )
     machine().runTest()
