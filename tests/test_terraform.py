@@ -129,6 +129,7 @@ def test_light_package_is_reproducible_and_shaped_for_lambda(
         assert {i.date_time for i in infos} == {packaging.FIXED_DATE}
         assert {i.external_attr >> 16 for i in infos} <= {0o100644, 0o100755}
         assert "python/objectlog/http/app.py" in layer.namelist()
+        assert not [n for n in layer.namelist() if n.startswith("python/objectlog/tools/")]
         assert not [n for n in layer.namelist() if "__pycache__" in n or n.endswith(".pyc")]
     for function in packaging.function_names(PROJECT):
         with zipfile.ZipFile(light_package / f"{function}.zip") as code:
@@ -427,6 +428,11 @@ def test_full_package_fits_lambda_and_is_reproducible(tmp_path: Path) -> None:
             tmp_path / "b" / f"{name}.zip"
         ).read_bytes(), name
     assert {"pyarrow", "pydantic", "aws-lambda-powertools"} <= set(second.distributions)
+    # the layer is the handlers' import closure: no tooling module and no tooling dependency
+    assert not {"click", "rich", "moto", "werkzeug", "pyspark"} & set(second.distributions)
+    with zipfile.ZipFile(tmp_path / "a" / "layer.zip") as layer:
+        assert not [n for n in layer.namelist() if n.startswith("python/objectlog/tools/")]
+        assert not [n for n in layer.namelist() if n.startswith(("python/click/", "python/rich/"))]
     print(first.report())
 
 
