@@ -82,8 +82,8 @@ LOCAL_ENDPOINT ?= http://127.0.0.1:4566
 CHECKOV_VENV := .venv-checkov
 CHECKOV_VERSION := 3.3.30
 
-# The Lambda layer (objectlog + wheels for linux arm64, python3.12) and one zip per function,
-# reproducibly, into build/lambda; prints every size.
+# The Lambda layer (the objectlog modules the handlers import + the wheels they import, for linux
+# arm64, python3.12) and one zip per function, reproducibly, into build/lambda; prints every size.
 package: install
 	$(BIN)/python -m objectlog.tools.packaging
 

@@ -3,8 +3,8 @@ or LocalStack when AWS_ENDPOINT_URL is set), the *deployed* API called through t
 with the Python client, every AWS call each handler made checked against the IAM policies
 Terraform applied, then destroyed. Plus the static checks and the packaging.
 
-Missing Terraform or the provider mirror fails these tests (objectlog.tools.deploy says what to
-set); nothing here is skipped for a missing prerequisite.
+Missing Terraform or the provider mirror fails these tests (objectlog.tools.deploy.terraform
+says what to set); nothing here is skipped for a missing prerequisite.
 """
 
 from __future__ import annotations
@@ -27,25 +27,26 @@ from objectlog import ObjectLog
 from objectlog.groups import TopicPartition
 from objectlog.http.routes import ROUTES
 from objectlog.tools import packaging
-from objectlog.tools.deploy import (
-    TERRAFORM_DIR,
+from objectlog.tools.deploy import DeployError
+from objectlog.tools.deploy.deployment import Deployment
+from objectlog.tools.deploy.functions import resolve_handler
+from objectlog.tools.deploy.policies import (
     Call,
-    DeployError,
-    Deployment,
     Statement,
-    Workspace,
     allowed,
     check_policy,
-    find_terraform,
     iam_calls,
     invoke_allowed,
-    local_variables,
     parse_policy,
     wildcard_match,
 )
+from objectlog.tools.deploy.terraform import Workspace, find_terraform, local_variables
 from objectlog.tools.packaging import LAMBDA_UNZIPPED_LIMIT
+from objectlog.tools.project import find_project
 
 REPO = Path(__file__).resolve().parents[2]
+PROJECT = find_project(REPO)
+TERRAFORM_DIR = PROJECT.terraform
 MODULE_DIR = TERRAFORM_DIR / "modules" / "objectlog"
 REPORT = REPO / "build" / "terraform-e2e.json"
 TOPIC = "orders"
@@ -76,7 +77,7 @@ def test_terraform_fmt() -> None:
 
 
 def test_terraform_validate(tmp_path: Path) -> None:
-    workspace = Workspace("validate", {}, state_dir=tmp_path)
+    workspace = Workspace("validate", {}, state_dir=tmp_path, project=PROJECT)
     assert "Success" in workspace.validate()
 
 
@@ -111,15 +112,15 @@ def light_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package without dependencies: moto never runs the code, and the deployed gateway
     imports the handlers from it (and checks its objectlog is this tree's)."""
     out = tmp_path_factory.mktemp("lambda-light")
-    packaging.build(out, light=True)
+    packaging.build(out, light=True, project=PROJECT)
     return out
 
 
 def test_light_package_is_reproducible_and_shaped_for_lambda(
     light_package: Path, tmp_path: Path
 ) -> None:
-    again = packaging.build(tmp_path, light=True)
-    for name in ["layer", *packaging.function_names()]:
+    again = packaging.build(tmp_path, light=True, project=PROJECT)
+    for name in ["layer", *packaging.function_names(PROJECT)]:
         first = (light_package / f"{name}.zip").read_bytes()
         assert first == (tmp_path / f"{name}.zip").read_bytes(), f"{name}.zip differs"
     with zipfile.ZipFile(light_package / "layer.zip") as layer:
@@ -128,8 +129,9 @@ def test_light_package_is_reproducible_and_shaped_for_lambda(
         assert {i.date_time for i in infos} == {packaging.FIXED_DATE}
         assert {i.external_attr >> 16 for i in infos} <= {0o100644, 0o100755}
         assert "python/objectlog/http/app.py" in layer.namelist()
+        assert not [n for n in layer.namelist() if n.startswith("python/objectlog/tools/")]
         assert not [n for n in layer.namelist() if "__pycache__" in n or n.endswith(".pyc")]
-    for function in packaging.function_names():
+    for function in packaging.function_names(PROJECT):
         with zipfile.ZipFile(light_package / f"{function}.zip") as code:
             assert code.namelist() == ["handler.py"]
             assert (
@@ -141,9 +143,9 @@ def test_light_package_is_reproducible_and_shaped_for_lambda(
 
 
 def test_the_handlers_imports_are_found() -> None:
-    """What the packager puts in the layer beyond pyproject.toml comes from the handlers' own
-    imports (pydantic is imported by objectlog.api but not declared in the lambda extra)."""
-    imported = packaging.handler_imports()
+    """The packager follows the handlers' imports through objectlog: the layer's distributions
+    are the ones that closure imports (Spark's and the tooling's are not among them)."""
+    imported = packaging.handler_imports(PROJECT)
     assert {"pyarrow", "aws_lambda_powertools", "pydantic", "boto3", "aioboto3"} <= imported
     assert "pyspark" not in imported and "werkzeug" not in imported
 
@@ -233,6 +235,7 @@ def deployed(
         name,
         local_variables(aws_endpoint, name, light_package, settings=settings),
         state_dir=tmp_path / "terraform",
+        project=PROJECT,
     )
     try:
         outputs = workspace.apply()
@@ -271,7 +274,7 @@ def test_deployed_api_end_to_end(
 ) -> None:
     _, outputs = deployed
     started = time.monotonic()
-    deployment = Deployment(outputs, [light_package], endpoint_url=aws_endpoint)
+    deployment = Deployment(outputs, [light_package], endpoint_url=aws_endpoint, project=PROJECT)
     functions = outputs["functions"]
 
     # What Terraform deployed, as the deployment reports it.
@@ -404,8 +407,6 @@ def after_compaction(client: Any) -> None:
 
 def test_missing_handler_module_fails_loudly(light_package: Path, tmp_path: Path) -> None:
     """A handler path the package does not hold is an error naming what was searched."""
-    from objectlog.tools.deploy import resolve_handler
-
     with zipfile.ZipFile(light_package / "produce.zip") as code:
         assert resolve_handler("handler.handler", [(code, "")])[:2] == ("handler.py", "handler")
         with pytest.raises(DeployError, match="no module 'functions/produce/handler'"):
@@ -419,14 +420,19 @@ def test_missing_handler_module_fails_loudly(light_package: Path, tmp_path: Path
 def test_full_package_fits_lambda_and_is_reproducible(tmp_path: Path) -> None:
     """The arm64 package with its wheels (downloaded once into build/wheels): within Lambda's
     limit, and byte-identical when built twice."""
-    first = packaging.build(tmp_path / "a")
-    second = packaging.build(tmp_path / "b")
+    first = packaging.build(tmp_path / "a", project=PROJECT)
+    second = packaging.build(tmp_path / "b", project=PROJECT)
     assert first.largest_total_unzipped <= LAMBDA_UNZIPPED_LIMIT
     for name in ["layer", *first.functions]:
         assert (tmp_path / "a" / f"{name}.zip").read_bytes() == (
             tmp_path / "b" / f"{name}.zip"
         ).read_bytes(), name
     assert {"pyarrow", "pydantic", "aws-lambda-powertools"} <= set(second.distributions)
+    # the layer is the handlers' import closure: no tooling module and no tooling dependency
+    assert not {"click", "rich", "moto", "werkzeug", "pyspark"} & set(second.distributions)
+    with zipfile.ZipFile(tmp_path / "a" / "layer.zip") as layer:
+        assert not [n for n in layer.namelist() if n.startswith("python/objectlog/tools/")]
+        assert not [n for n in layer.namelist() if n.startswith(("python/click/", "python/rich/"))]
     print(first.report())
 
 
@@ -435,7 +441,7 @@ def test_full_package_runs_from_its_zips(aws_endpoint: str, tmp_path: Path) -> N
     """The same build for this machine (x86_64, Python 3.11), pruned the same way, runs the
     three handlers importing only from its own zips (no site-packages): a dependency missing
     from the layer, or a file pruned that is needed, fails here."""
-    build = packaging.build(tmp_path, arch="x86_64", python="3.11")
+    build = packaging.build(tmp_path, arch="x86_64", python="3.11", project=PROJECT)
     env = dict(
         os.environ,
         AWS_ENDPOINT_URL=aws_endpoint,

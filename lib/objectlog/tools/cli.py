@@ -12,7 +12,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-import click
+try:
+    import click
+except ModuleNotFoundError as missing:  # the console script, installed without its extra
+    if missing.name != "click":
+        raise
+    from objectlog.tools.extras import exit_without
+
+    exit_without("cli", what="the objectlog command")
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.clients.http import HttpObjectLog
@@ -24,6 +31,7 @@ from objectlog.errors import ObjectLogError
 from objectlog.format.records import Record
 from objectlog.groups import TopicPartition
 from objectlog.services.fetch import FetchRequest
+from objectlog.tools.extras import require
 
 F = TypeVar("F", bound=Callable[..., Any])
 FETCH_WAIT_S = 0.2
@@ -88,6 +96,7 @@ def _log(ctx: click.Context) -> ObjectLog | HttpObjectLog:
 @clear_errors
 def dev(ctx: click.Context, host: str, port: int, api_port: int) -> None:
     """Run the embedded stack (AWS endpoint and the HTTP API) until Ctrl-C."""
+    require("server", "lambda", what="objectlog dev")
     from objectlog.tools.embedded import EmbeddedAWS
     from objectlog.tools.gateway import local_api
 
@@ -752,6 +761,7 @@ def _print_maintenance(report: MaintenanceReport) -> None:
 def verify(ops: int, seconds: float, seed: int, faults: str, share: float, bad_input: bool) -> None:
     """Run the Jepsen-style workload on an embedded stack and check its history; exit 1 on
     any anomaly."""
+    require("server", "lambda", what="objectlog verify")
     from dataclasses import replace
 
     from rich.console import Console

@@ -4,12 +4,16 @@ function, reproducibly.
     python -m objectlog.tools.packaging          # build/lambda: wheels for linux arm64, py3.12
     python -m objectlog.tools.packaging --light  # build/lambda-light: no dependencies (tests)
 
-``layer.zip`` holds ``python/objectlog/`` (from ``lib/objectlog``) and every runtime dependency
-(``pyproject.toml``'s dependencies and the ``lambda`` extra), installed from manylinux wheels
-for the target platform (``pip download --platform``), never from this machine's own build.
-Versions are pinned to the ones installed in the running environment (the versions the test
-suite ran with), so a rebuild picks the same wheels. ``<function>.zip`` holds
-``functions/<function>/`` at its root, so every handler is ``handler.handler``.
+Run from an objectlog checkout (or pass ``--project DIR``). The layer is built from what the
+handlers import: ``layer.zip`` holds ``python/objectlog/`` with only the modules of
+``lib/objectlog`` in the import closure of ``functions/*/handler.py`` (so no ``objectlog.tools``
+module, no ``objectlog.spark``), and the distributions that closure imports, as declared in
+``pyproject.toml`` (its dependencies and the ``lambda`` extra), installed with their own
+dependencies from manylinux wheels for the target platform (``pip download --platform``), never
+from this machine's own build. Versions are pinned to the ones installed in the running
+environment (the versions the test suite ran with), so a rebuild picks the same wheels.
+``<function>.zip`` holds ``functions/<function>/`` at its root, so every handler is
+``handler.handler``.
 
 The zips are reproducible: entries sorted, timestamps fixed (1980-01-01), permissions 0644
 (0755 where the file is executable), no ``__pycache__``, no console scripts (their shebang
@@ -22,7 +26,6 @@ layer and the largest function exceed it, and prints every size.
 from __future__ import annotations
 
 import argparse
-import ast
 import base64
 import fnmatch
 import hashlib
@@ -36,11 +39,13 @@ import tempfile
 import time
 import tomllib
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from objectlog.tools.imports import Closure, import_closure
+from objectlog.tools.project import Project, ProjectNotFound, find_project
+
 LAMBDA_UNZIPPED_LIMIT = 250 * 2**20  # a function and all its layers, unzipped (262,144,000 B)
 LAMBDA_DIRECT_UPLOAD_LIMIT = 50 * 1024 * 1024  # larger zips must go through S3
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)
@@ -106,6 +111,7 @@ class BuildResult:
     distributions: dict[str, str] = field(default_factory=dict)
     # imported by the handlers, not declared in pyproject.toml (added to the layer anyway)
     undeclared: list[str] = field(default_factory=list)
+    library_files: int = 0  # objectlog's modules in the layer (the handlers' import closure)
     seconds: float = 0.0
 
     @property
@@ -147,6 +153,10 @@ class BuildResult:
         ]
         kind = "light: no dependencies" if self.light else f"python{self.python} linux {self.arch}"
         lines.append(
+            f"python/objectlog: {self.library_files} files, the handlers' import closure "
+            "(no objectlog.tools module)"
+        )
+        lines.append(
             f"layer + largest function: {_mb(self.largest_total_unzipped)} unzipped of Lambda's "
             f"{_mb(LAMBDA_UNZIPPED_LIMIT)} limit ({kind}; built in {self.seconds:.1f} s)"
         )
@@ -172,10 +182,22 @@ def _mb(size: int) -> str:
 # ---- dependencies ---------------------------------------------------------------------------
 
 
-def runtime_requirements(root: Path = REPO_ROOT) -> list[str]:
-    """pyproject.toml's dependencies plus the ``lambda`` extra: what the functions import."""
-    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    return [*project["dependencies"], *project["optional-dependencies"]["lambda"]]
+def runtime_requirements(project: Project) -> list[str]:
+    """pyproject.toml's dependencies plus the ``lambda`` extra: what the functions may import."""
+    metadata = tomllib.loads(project.pyproject.read_text())["project"]
+    return [*metadata["dependencies"], *metadata["optional-dependencies"]["lambda"]]
+
+
+def layer_requirements(project: Project) -> tuple[list[str], list[str]]:
+    """(requirements, undeclared): the declared requirement of every distribution the handlers'
+    import closure imports (with its version range and extras, e.g. Powertools' tracer), plus
+    the distributions it imports that pyproject.toml does not declare. Nothing else: a
+    dependency only the tooling or Spark imports stays out of the layer."""
+    declared = runtime_requirements(project)
+    imported = set(distributions_of(handler_imports(project)).values())
+    chosen = [r for r in declared if requirement_name(r) in imported]
+    undeclared = sorted(imported - {requirement_name(r) for r in declared})
+    return [*chosen, *undeclared], undeclared
 
 
 def installed_pins(exclude: Iterable[str] = ("objectlog",)) -> dict[str, str]:
@@ -264,77 +286,21 @@ def installed_distributions(site: Path) -> dict[str, str]:
 # ---- what the handlers import -----------------------------------------------------------
 
 
-def _is_type_checking(node: ast.stmt) -> bool:
-    if not isinstance(node, ast.If):
-        return False
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
+def handler_closure(project: Project | None = None) -> Closure:
+    """What functions/*/handler.py can import, following objectlog's own modules."""
+    project = project or find_project()
+    return import_closure(project.handlers(), project.lib)
 
 
-def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
-    """Absolute names of every module imported anywhere in tree (lazy imports in functions
-    included), except under ``if TYPE_CHECKING:``."""
-    pending: list[ast.AST] = [tree]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.stmt) and _is_type_checking(node):
-            pending.extend(node.orelse)  # type: ignore[attr-defined]
-            continue
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                package = module if is_package else module.rpartition(".")[0]
-                for _ in range(node.level - 1):
-                    package = package.rpartition(".")[0]
-                base = f"{package}.{base}" if base else package
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names)
-        pending.extend(ast.iter_child_nodes(node))
-
-
-def handler_imports(root: Path = REPO_ROOT) -> set[str]:
+def handler_imports(project: Project | None = None) -> set[str]:
     """Top-level names of the third-party modules the functions' handlers can import, following
     objectlog's own modules from functions/*/handler.py (stdlib left out)."""
-    return _walk_handlers(root)[0]
+    return set(handler_closure(project).third_party)
 
 
-def handler_library_files(root: Path = REPO_ROOT) -> set[Path]:
-    """The files of lib/objectlog the functions' handlers can import."""
-    return _walk_handlers(root)[1]
-
-
-def _walk_handlers(root: Path) -> tuple[set[str], set[Path]]:
-    library = root / "lib"
-    queue: list[tuple[Path, str, bool]] = [
-        (path, "handler", False) for path in (root / "functions").glob("*/handler.py")
-    ]
-    seen: set[Path] = set()
-    third_party: set[str] = set()
-    while queue:
-        path, module, is_package = queue.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        for name in _imports(ast.parse(path.read_text(), str(path)), module, is_package):
-            top = name.split(".")[0]
-            if top != "objectlog":
-                if top and top not in sys.stdlib_module_names and top != "__future__":
-                    third_party.add(top)
-                continue
-            parts = name.split(".")
-            for depth in range(1, len(parts) + 1):  # parent packages run their __init__
-                dotted = ".".join(parts[:depth])
-                as_package = library.joinpath(*parts[:depth], "__init__.py")
-                as_module = library.joinpath(*parts[: depth - 1], parts[depth - 1] + ".py")
-                if as_package.exists():
-                    queue.append((as_package, dotted, True))
-                elif as_module.exists():
-                    queue.append((as_module, dotted, False))
-    return third_party, {p for p in seen if library in p.parents}
+def handler_library_files(project: Project | None = None) -> set[Path]:
+    """The files of lib/objectlog the functions' handlers can import: the layer's objectlog."""
+    return set(handler_closure(project).files)
 
 
 def distributions_of(modules: Iterable[str]) -> dict[str, str]:
@@ -423,8 +389,8 @@ def write_zip(name: str, entries: list[tuple[str, Path]], path: Path) -> Artifac
 # ---- the build ------------------------------------------------------------------------------
 
 
-def function_names(root: Path = REPO_ROOT) -> list[str]:
-    return sorted(p.parent.name for p in (root / "functions").glob("*/handler.py"))
+def function_names(project: Project | None = None) -> list[str]:
+    return sorted(p.parent.name for p in (project or find_project()).handlers())
 
 
 def build(
@@ -433,7 +399,7 @@ def build(
     light: bool = False,
     python: str = DEFAULT_PYTHON,
     arch: str = DEFAULT_ARCH,
-    root: Path = REPO_ROOT,
+    project: Project | None = None,
     wheel_cache: Path | None = None,
     pin: bool = True,
 ) -> BuildResult:
@@ -443,25 +409,30 @@ def build(
         raise PackagingError(f"python must be 3.11 or newer, like 3.12; got {python!r}")
     if arch not in PLATFORMS:
         raise PackagingError(f"arch must be one of {', '.join(PLATFORMS)}; got {arch!r}")
-    out_dir = out_dir or root / "build" / ("lambda-light" if light else "lambda")
-    functions = function_names(root)
+    project = project or find_project()
+    out_dir = out_dir or project.build / ("lambda-light" if light else "lambda")
+    functions = function_names(project)
     if not functions:
-        raise PackagingError(f"no functions/*/handler.py under {root}")
+        raise PackagingError(f"no functions/*/handler.py under {project.root}")
     result = BuildResult(out_dir=out_dir, light=light, python=python, arch=arch)
     with tempfile.TemporaryDirectory(prefix="objectlog-layer-") as staging_name:
         site = Path(staging_name) / "python"
         site.mkdir()
         if not light:
             result.distributions, result.undeclared = _install_dependencies(
-                site, Path(staging_name), python, arch, root, wheel_cache, pin
+                site, Path(staging_name), python, arch, project, wheel_cache, pin
             )
-        library = root / "lib" / "objectlog"
         if (site / "objectlog").exists():
             raise PackagingError("a dependency installed a package named objectlog")
-        entries = collect(site, "python/", prune=True) + collect(library, "python/objectlog/")
+        library = [
+            ("python/" + path.relative_to(project.lib).as_posix(), path)
+            for path in handler_library_files(project)
+        ]
+        result.library_files = len(library)
+        entries = collect(site, "python/", prune=True) + sorted(library)
         result.layer = write_zip(LAYER, entries, out_dir / f"{LAYER}.zip")
     result.functions = {
-        name: write_zip(name, collect(root / "functions" / name), out_dir / f"{name}.zip")
+        name: write_zip(name, collect(project.functions / name), out_dir / f"{name}.zip")
         for name in functions
     }
     if result.largest_total_unzipped > LAMBDA_UNZIPPED_LIMIT:
@@ -479,23 +450,21 @@ def _install_dependencies(
     staging: Path,
     python: str,
     arch: str,
-    root: Path,
+    project: Project,
     wheel_cache: Path | None,
     pin: bool,
 ) -> tuple[dict[str, str], list[str]]:
     """Install the dependencies into site; (distribution -> version installed, distributions
     the handlers import that pyproject.toml does not declare directly)."""
-    declared = runtime_requirements(root)
-    declared_names = {requirement_name(r) for r in declared}
-    imported = distributions_of(handler_imports(root))
-    undeclared = sorted(set(imported.values()) - declared_names)
+    wanted, undeclared = layer_requirements(project)
+    imported = handler_imports(project)
     requirements = staging / "requirements.txt"
-    requirements.write_text("\n".join([*declared, *undeclared]) + "\n")
+    requirements.write_text("\n".join(wanted) + "\n")
     constraints = staging / "constraints.txt"
     pins = installed_pins() if pin else {}
     constraints.write_text("".join(f"{n}=={v}\n" for n, v in pins.items()))
     tag = f"cp{python.replace('.', '')}-{arch}"
-    cache = wheel_cache or root / "build" / "wheels" / tag
+    cache = wheel_cache or project.build / "wheels" / tag
     fetch_wheels(python, arch, cache, requirements, constraints)
     install_wheels(python, arch, cache, requirements, constraints, site)
     missing = sorted(m for m in imported if not layer_has_module(site, m))
@@ -600,7 +569,8 @@ def smoke(build_dir: Path, env: dict[str, str]) -> dict[str, object]:
         with _zipfile.ZipFile(build_dir / f"{LAYER}.zip") as archive:
             archive.extractall(work / "opt")
         function_dirs = {}
-        for name in function_names():
+        manifest = json.loads((build_dir / "manifest.json").read_text())
+        for name in sorted(manifest["functions"]):
             target = work / "task" / name
             with _zipfile.ZipFile(build_dir / f"{name}.zip") as archive:
                 archive.extractall(target)
@@ -643,6 +613,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="target architecture (arm64; x86_64 only for the local smoke test)",
     )
     parser.add_argument(
+        "--project",
+        type=Path,
+        help="the objectlog checkout to package (default: the one holding the current directory)",
+    )
+    parser.add_argument(
         "--no-pin",
         action="store_true",
         help="resolve the newest versions instead of pinning to this environment's",
@@ -650,9 +625,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = build(
-            args.out, light=args.light, python=args.python, arch=args.arch, pin=not args.no_pin
+            args.out,
+            light=args.light,
+            python=args.python,
+            arch=args.arch,
+            project=find_project(args.project),
+            pin=not args.no_pin,
         )
-    except PackagingError as e:
+    except (PackagingError, ProjectNotFound) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(result.report())

@@ -1,0 +1,275 @@
+"""The IAM evaluator: the (action, resource) an API call is authorized as, policy statements
+with IAM's wildcards (explicit Deny wins, then any Allow; conditions are not evaluated), a
+role's policies checked against the calls its function made, and Lambda invoke permissions."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from objectlog.tools.deploy import DeployError
+
+
+@dataclass(frozen=True, order=True)
+class Call:
+    action: str  # s3:GetObject
+    resource: str  # arn:aws:s3:::bucket/key
+
+
+def iam_calls(
+    service: str, operation: str, params: Mapping[str, Any], region: str, account: str
+) -> list[Call]:
+    """The (IAM action, resource ARN) pairs an API call is authorized as."""
+    if service == "s3":
+        bucket = params.get("Bucket", "")
+        bucket_arn = f"arn:aws:s3:::{bucket}"
+        if operation in ("GetObject", "HeadObject"):
+            return [Call("s3:GetObject", f"{bucket_arn}/{params['Key']}")]
+        if operation == "PutObject":
+            return [Call("s3:PutObject", f"{bucket_arn}/{params['Key']}")]
+        if operation == "DeleteObject":
+            return [Call("s3:DeleteObject", f"{bucket_arn}/{params['Key']}")]
+        if operation == "DeleteObjects":
+            return [
+                Call("s3:DeleteObject", f"{bucket_arn}/{item['Key']}")
+                for item in params.get("Delete", {}).get("Objects", [])
+            ]
+        if operation in ("ListObjectsV2", "ListObjects", "HeadBucket"):
+            return [Call("s3:ListBucket", bucket_arn)]
+        return [Call(f"s3:{operation}", bucket_arn)]
+    if service == "dynamodb":
+
+        def table(name: str) -> str:
+            return f"arn:aws:dynamodb:{region}:{account}:table/{name}"
+
+        if operation in ("BatchGetItem", "BatchWriteItem"):
+            return [Call(f"dynamodb:{operation}", table(t)) for t in params.get("RequestItems", {})]
+        if operation in ("TransactWriteItems", "TransactGetItems"):
+            kinds = {
+                "Put": "PutItem",
+                "Update": "UpdateItem",
+                "Delete": "DeleteItem",
+                "ConditionCheck": "ConditionCheckItem",
+                "Get": "GetItem",
+            }
+            return [
+                Call(f"dynamodb:{kinds[kind]}", table(body["TableName"]))
+                for item in params.get("TransactItems", [])
+                for kind, body in item.items()
+            ]
+        return [Call(f"dynamodb:{operation}", table(params.get("TableName", "")))]
+    return [Call(f"{service}:{operation}", "*")]
+
+
+# Calls the Lambda service and the runtime make for a function, never its handler, so no
+# recording sees them: CloudWatch Logs (the runtime ships stdout), X-Ray (the tracing daemon),
+# KMS (S3 and DynamoDB on the function's behalf, with a customer key).
+RUNTIME_ACTIONS = frozenset(
+    {
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+    }
+)
+# Actions whose API takes no resource-level permissions: "*" is the only resource they accept.
+RESOURCE_STAR_ACTIONS = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})
+
+
+def _pattern(glob: str, *, ignore_case: bool) -> re.Pattern[str]:
+    parts = (".*" if c == "*" else "." if c == "?" else re.escape(c) for c in glob)
+    return re.compile("^" + "".join(parts) + "$", re.IGNORECASE if ignore_case else 0)
+
+
+def wildcard_match(glob: str, value: str, *, ignore_case: bool = False) -> bool:
+    """IAM's matching: ``*`` any run of characters (``/`` included), ``?`` one character."""
+    return bool(_pattern(glob, ignore_case=ignore_case).match(value))
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+@dataclass(frozen=True)
+class Statement:
+    effect: str
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+    sid: str = ""
+    has_condition: bool = False
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> Statement:
+        for unsupported in ("NotAction", "NotResource", "NotPrincipal"):
+            if unsupported in raw:
+                raise DeployError(f"policy statement uses {unsupported}, which is not evaluated")
+        return cls(
+            effect=raw.get("Effect", "Allow"),
+            actions=tuple(_as_list(raw.get("Action"))),
+            resources=tuple(_as_list(raw.get("Resource"))),
+            sid=raw.get("Sid", ""),
+            has_condition=bool(raw.get("Condition")),
+        )
+
+    def matches(self, call: Call) -> bool:
+        return any(wildcard_match(a, call.action, ignore_case=True) for a in self.actions) and any(
+            wildcard_match(r, call.resource) for r in self.resources
+        )
+
+
+def parse_policy(document: str | Mapping[str, Any]) -> list[Statement]:
+    """The statements of a policy document (IAM may hand it back URL-encoded)."""
+    parsed: Mapping[str, Any] = (
+        json.loads(unquote(document) if document.startswith("%7B") else document)
+        if isinstance(document, str)
+        else document
+    )
+    return [Statement.parse(s) for s in _as_list_of_dicts(parsed.get("Statement"))]
+
+
+def _as_list_of_dicts(value: Any) -> list[Mapping[str, Any]]:
+    return [value] if isinstance(value, Mapping) else list(value or [])
+
+
+def allowed(statements: Sequence[Statement], call: Call) -> bool:
+    """Explicit deny wins, then any allow; conditions are not evaluated (see check_policies)."""
+    if any(s.effect == "Deny" and s.matches(call) for s in statements):
+        return False
+    return any(s.effect == "Allow" and s.matches(call) for s in statements)
+
+
+@dataclass
+class PolicyReport:
+    function: str
+    role: str
+    calls: list[Call]
+    denied: list[Call]  # recorded calls the policies do not allow
+    unused_actions: list[str]  # granted, never called, not a runtime action
+    unused_grants: list[tuple[str, str]]  # (action, resource pattern) no call matched
+    wildcard_problems: list[str]  # "*" actions, "*" resources where the API takes others
+    conditions: list[str]  # sids of statements with conditions (not evaluated)
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.denied
+            or self.unused_actions
+            or self.unused_grants
+            or self.wildcard_problems
+            or self.conditions  # an Allow this check cannot prove applies
+        )
+
+    def describe(self, *, complete_run: bool = True) -> str:
+        """The findings; complete_run=False (a partial session, e.g. ``serve``) reports unused
+        grants as not exercised rather than as problems."""
+        lines = [f"{self.function} ({self.role}): {len(self.calls)} distinct calls"]
+        unused = "granted but never called" if complete_run else "not exercised this session"
+        unused_grants = "grant no call used" if complete_run else "grants not exercised"
+        for title, items in (
+            (
+                "NOT ALLOWED by the role's policies",
+                [f"{c.action} {c.resource}" for c in self.denied],
+            ),
+            (unused, self.unused_actions),
+            (unused_grants, [f"{a} on {r}" for a, r in self.unused_grants]),
+            ("wildcards", self.wildcard_problems),
+            (
+                "conditions this check cannot evaluate (statements)",
+                [sid or "?" for sid in self.conditions],
+            ),
+        ):
+            if items:
+                lines.append(f"  {title}:")
+                lines += [f"    {item}" for item in items]
+        return "\n".join(lines)
+
+
+def role_statements(iam: Any, role_name: str) -> list[Statement]:
+    """Every statement of the role's inline and attached policies."""
+    statements: list[Statement] = []
+    for name in iam.list_role_policies(RoleName=role_name)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=role_name, PolicyName=name)["PolicyDocument"]
+        statements += parse_policy(document)
+    for attached in iam.list_attached_role_policies(RoleName=role_name)["AttachedPolicies"]:
+        policy = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]
+        version = iam.get_policy_version(
+            PolicyArn=attached["PolicyArn"], VersionId=policy["DefaultVersionId"]
+        )["PolicyVersion"]
+        statements += parse_policy(version["Document"])
+    return statements
+
+
+def check_policy(
+    function: str, role: str, statements: Sequence[Statement], calls: Iterable[Call]
+) -> PolicyReport:
+    recorded = sorted(set(calls))
+    called_actions = {c.action.lower() for c in recorded}
+    granted: list[tuple[str, str]] = []
+    wildcard_problems: list[str] = []
+    for statement in statements:
+        if statement.effect != "Allow":
+            continue
+        for action in statement.actions:
+            if "*" in action or "?" in action:
+                wildcard_problems.append(f"{statement.sid or '?'}: action {action!r}")
+            for resource in statement.resources:
+                granted.append((action, resource))
+                if resource == "*" and action not in RESOURCE_STAR_ACTIONS:
+                    wildcard_problems.append(
+                        f"{statement.sid or '?'}: {action} on '*' (its API takes resource ARNs)"
+                    )
+    unused_actions = sorted(
+        {a for a, _ in granted if a.lower() not in called_actions and a not in RUNTIME_ACTIONS}
+    )
+    unused_grants = sorted(
+        {
+            (a, r)
+            for a, r in granted
+            if a not in RUNTIME_ACTIONS
+            and a not in unused_actions
+            and not any(
+                wildcard_match(a, c.action, ignore_case=True) and wildcard_match(r, c.resource)
+                for c in recorded
+            )
+        }
+    )
+    return PolicyReport(
+        function=function,
+        role=role,
+        calls=recorded,
+        denied=[c for c in recorded if not allowed(statements, c)],
+        unused_actions=unused_actions,
+        unused_grants=unused_grants,
+        wildcard_problems=wildcard_problems,
+        conditions=[s.sid for s in statements if s.has_condition],
+    )
+
+
+def invoke_allowed(policy: Mapping[str, Any], service: str, source_arn: str) -> bool:
+    """Whether a function's resource policy lets an AWS service principal invoke it from
+    source_arn (its AWS:SourceArn condition, with IAM wildcards)."""
+    for statement in _as_list_of_dicts(policy.get("Statement")):
+        principal = statement.get("Principal", {})
+        services = _as_list(principal.get("Service") if isinstance(principal, dict) else principal)
+        actions = _as_list(statement.get("Action"))
+        if statement.get("Effect") != "Allow" or service not in services:
+            continue
+        if not any(wildcard_match(a, "lambda:InvokeFunction", ignore_case=True) for a in actions):
+            continue
+        conditions = statement.get("Condition", {})
+        patterns = [
+            v
+            for test in ("ArnLike", "ArnEquals", "StringEquals", "StringLike")
+            for k, values in conditions.get(test, {}).items()
+            if k.lower() == "aws:sourcearn"
+            for v in _as_list(values)
+        ]
+        if not patterns or any(wildcard_match(p, source_arn) for p in patterns):
+            return True
+    return False
