@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
 from objectlog.clients.http import HttpObjectLog
 from objectlog.clients.producer import RecordFuture
@@ -72,8 +73,9 @@ def main(
         ctx.obj = lambda: ObjectLog(Config.from_env(**overrides))
 
 
-def _log(ctx: click.Context) -> ObjectLog | HttpObjectLog:
-    log: ObjectLog | HttpObjectLog = ctx.obj()
+def _log(ctx: click.Context) -> LogClient:
+    """The client --api-url chose: HTTP, or S3 and DynamoDB directly."""
+    log: LogClient = ctx.obj()
     return log
 
 
@@ -288,7 +290,7 @@ def _format(record: Record, fmt: str, print_key: bool) -> str:
 
 
 def _consume(
-    log: ObjectLog | HttpObjectLog, positions: dict[int, int], topic: str, timeout_s: float
+    log: LogClient, positions: dict[int, int], topic: str, timeout_s: float
 ) -> Iterator[Record]:
     idle_since = time.monotonic()
     while True:
@@ -377,7 +379,7 @@ def consume(
 
 
 def _consume_in_group(
-    log: ObjectLog | HttpObjectLog,
+    log: LogClient,
     group: str,
     topic: str,
     auto_offset_reset: str,
