@@ -351,6 +351,19 @@ BAD_INPUT: list[Any] = [
     pytest.param(lambda c: c.describe_topic("bad/name"), InvalidTopicName, id="describe-bad-name"),
     pytest.param(lambda c: c.fetch("t", 2, 0), UnknownPartition, id="fetch-partition-2-of-2"),
     pytest.param(lambda c: c.offsets("t", 2), UnknownPartition, id="offsets-partition-2-of-2"),
+    pytest.param(
+        lambda c: c.offset_for_time("t", 2, 0), UnknownPartition, id="time-partition-2-of-2"
+    ),
+    pytest.param(
+        lambda c: c.fetch_many([FetchRequest("t", 0, 0), FetchRequest("missing", 0, 0)]),
+        TopicNotFound,
+        id="fetch-many-unknown",
+    ),
+    pytest.param(
+        lambda c: c.fetch_many([FetchRequest("t", 2, 0)]),
+        UnknownPartition,
+        id="fetch-many-partition-2-of-2",
+    ),
     pytest.param(lambda c: c.fetch("t", -1, 0), InvalidRequest, id="fetch-negative-partition"),
     pytest.param(lambda c: c.offsets("t", -1), InvalidRequest, id="offsets-negative-partition"),
     pytest.param(
