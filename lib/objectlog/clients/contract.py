@@ -155,8 +155,8 @@ class LogClient(ProducerHost, ConsumerHost, Protocol):
         ...
 
     def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:
-        """One result per request, in order, each as fetch() answers it (without waiting);
-        the first failing request's error is raised."""
+        """One result per request, in order, each as fetch() answers it (without waiting).
+        A request fetch() would refuse raises its error, and no results are returned."""
         ...
 
     def offsets(self, topic: str, partition: int) -> Offsets:
