@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
+from objectlog.clients.values import Offsets
 from objectlog.errors import InvalidRequest, ObjectLogError, OffsetOutOfRange, UnknownMemberId
 from objectlog.format.records import Record
+from objectlog.format.topics import Topic
 from objectlog.groups.coordinator import (
     DEFAULT_STRATEGIES,
     GroupDescription,
@@ -37,7 +39,10 @@ Rebalance = Callable[[set[TopicPartition]], None]
 
 
 class Groups(Protocol):
-    """The group protocol: GroupCoordinator (direct) or HttpGroups (through the API)."""
+    """The group protocol a member runs: GroupCoordinator (direct) or HttpGroups (the API).
+
+    Every call raises InvalidRequest for a malformed group id or argument.
+    """
 
     def join(
         self,
@@ -47,7 +52,10 @@ class Groups(Protocol):
         client_id: str = ...,
         session_timeout_ms: int = ...,
         strategies: Sequence[str] = ...,
-    ) -> Membership: ...
+    ) -> Membership:
+        """Join as a new member (the group rebalances). TopicNotFound for a topic that does not
+        exist; InconsistentGroupProtocol when the members share no strategy."""
+        ...
 
     def heartbeat(
         self,
@@ -56,7 +64,10 @@ class Groups(Protocol):
         *,
         owned: Collection[TopicPartition] = ...,
         release: Mapping[TopicPartition, OffsetAndMetadata | None] | None = ...,
-    ) -> Membership: ...
+    ) -> Membership:
+        """Renew the lease, release partitions given up (with final offsets) and claim free
+        assigned ones. UnknownMemberId when the member is no longer in the group."""
+        ...
 
     def leave(
         self,
@@ -64,7 +75,9 @@ class Groups(Protocol):
         member_id: str,
         *,
         release: Mapping[TopicPartition, OffsetAndMetadata | None] | None = ...,
-    ) -> None: ...
+    ) -> None:
+        """Leave, releasing the member's partitions (with final offsets if given)."""
+        ...
 
     def commit(
         self,
@@ -73,28 +86,38 @@ class Groups(Protocol):
         *,
         member_id: str | None = ...,
         generation: int = ...,
-    ) -> None: ...
+    ) -> None:
+        """Store offsets, all or none. CommitFailed when the member does not own a partition
+        in that generation; TopicNotFound, UnknownPartition; OffsetOutOfRange past the high
+        watermark."""
+        ...
 
     def committed(
         self, group: str, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]: ...
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The committed offset of each partition, None where there is none."""
+        ...
 
-    def describe(self, group: str) -> GroupDescription: ...
+    def describe(self, group: str) -> GroupDescription:
+        """Members, assignments, committed offsets and lag. GroupNotFound."""
+        ...
 
-    def list_groups(self) -> list[str]: ...
+    def list_groups(self) -> list[str]:
+        """The names of every group, sorted."""
+        ...
 
 
-class Log(Protocol):
-    """What the consumer needs of ObjectLog or HttpObjectLog."""
+class ConsumerHost(Protocol):
+    """What a Consumer needs of its log: the part of the LogClient contract it uses."""
 
     @property
     def groups(self) -> Groups: ...
 
     def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]: ...
 
-    def offsets(self, topic: str, partition: int) -> Any: ...
+    def offsets(self, topic: str, partition: int) -> Offsets: ...
 
-    def topic(self, name: str, *, fresh: bool = False) -> Any: ...
+    def topic(self, name: str, *, fresh: bool = False) -> Topic: ...
 
 
 class NoOffsetForPartition(InvalidRequest):
@@ -106,7 +129,7 @@ class Consumer:
 
     def __init__(
         self,
-        log: Log,
+        log: ConsumerHost,
         *,
         group: str | None = None,
         topics: Iterable[str] | None = None,

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from objectlog.adapters import aws
 from objectlog.adapters.s3_async import AsyncRangeReader
+from objectlog.clients.arguments import (
+    check_compression,
+    check_fetch_args,
+    check_fetch_request,
+    check_non_negative,
+)
 from objectlog.clients.consumer import Consumer
+from objectlog.clients.contract import LogClient
 from objectlog.clients.producer import Producer
+from objectlog.clients.topic_cache import TopicCache
 from objectlog.clients.values import Offsets
 from objectlog.clock import Clock, SystemClock, new_ulid
 from objectlog.config import Config
 from objectlog.errors import InvalidRequest, ObjectLogError, TopicNotFound
-from objectlog.format.segment import COMPRESSIONS, decode_parquet
+from objectlog.format.segment import decode_parquet
 from objectlog.format.topics import (
+    DEFAULTS,
     PartitionInfo,
     Topic,
     TopicConfig,
@@ -35,8 +42,6 @@ from objectlog.stores.leases import LeaseStore
 from objectlog.stores.metadata import ACTIVE, DELETING, MetadataStore
 from objectlog.stores.objects import ObjectStore
 from objectlog.stores.s3 import S3ObjectStore
-
-TOPIC_CACHE_TTL_S = 10.0
 
 if TYPE_CHECKING:
     from objectlog.clients.http import HttpObjectLog
@@ -74,8 +79,7 @@ class ObjectLog:
             self.store, self.metadata, config.prefix, self.clock, config.delete_grace_ms
         )
         self.footers = Footers(self.store)
-        self._topics: dict[str, tuple[float, Topic]] = {}
-        self._topics_lock = threading.Lock()
+        self._topics = TopicCache(self._load_topic)
         self._range_reader: AsyncRangeReader | None = None
         # Several slices are read concurrently through aioboto3; False reads them one by one
         # through the boto3 client (whose botocore event hooks the fault tests use).
@@ -143,22 +147,16 @@ class ObjectLog:
 
     def topic(self, name: str, *, fresh: bool = False) -> Topic:
         """The topic's metadata, cached for a few seconds; TopicNotFound if absent."""
-        now = time.monotonic()
-        with self._topics_lock:
-            cached = self._topics.get(name)
-        if cached and not fresh and now - cached[0] < TOPIC_CACHE_TTL_S:
-            return cached[1]
-        topic = self.metadata.get_topic(validate_topic_name(name))
+        return self._topics.get(name, fresh=fresh)
+
+    def _load_topic(self, name: str) -> Topic:
+        topic = self.metadata.get_topic(name)
         if topic is None or topic.state != ACTIVE:
-            self.forget_topic(name)
             raise TopicNotFound(f"topic {name!r} does not exist", field="topic")
-        with self._topics_lock:
-            self._topics[name] = (now, topic)
         return topic
 
     def forget_topic(self, name: str) -> None:
-        with self._topics_lock:
-            self._topics.pop(name, None)
+        self._topics.forget(name)
 
     def describe_topic(self, name: str) -> TopicDescription:
         topic = self.topic(name, fresh=True)
@@ -185,7 +183,7 @@ class ObjectLog:
         self.topic(name, fresh=True)
         to_set = validate_config(set)
         to_delete = list(delete)
-        validate_config({key: _default_of(key) for key in to_delete})
+        validate_config({key: DEFAULTS.get(key, "") for key in to_delete})
         self.metadata.update_topic_config(name, to_set, to_delete)
         self.forget_topic(name)
         return self.topic(name, fresh=True)
@@ -235,10 +233,7 @@ class ObjectLog:
         return Consumer(self, **options)
 
     def new_appender(self, *, compression: str = "none") -> Appender:
-        if compression not in COMPRESSIONS:
-            raise InvalidRequest(
-                f"compression must be one of {', '.join(COMPRESSIONS)}", field="compression"
-            )
+        check_compression(compression)
         return Appender(
             self.store,
             self.metadata,
@@ -295,7 +290,7 @@ class ObjectLog:
         max_wait_ms: int = 0,
     ) -> FetchResult:
         """Records from offset on; at the high watermark, wait up to max_wait_ms for data."""
-        _check_fetch_args(partition, offset, max_bytes, max_records, max_wait_ms)
+        check_fetch_args(partition, offset, max_bytes, max_records, max_wait_ms)
         self.topic(topic)
         request = FetchRequest(topic, partition, offset, max_bytes, max_records)
         return self.reader.fetch(request, max_wait_ms)
@@ -303,9 +298,7 @@ class ObjectLog:
     def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:
         """Fetch many partitions at once: one BatchGetItem, then concurrent ranged GETs."""
         for request in requests:
-            _check_fetch_args(
-                request.partition, request.offset, request.max_bytes, request.max_records, 0
-            )
+            check_fetch_request(request)
         heads = {}
         by_topic: dict[str, list[int]] = {}
         for request in requests:
@@ -316,11 +309,13 @@ class ObjectLog:
         return self.reader.fetch_many(requests, heads)
 
     def offsets(self, topic: str, partition: int) -> Offsets:
+        check_non_negative("partition", partition)
         head = self.reader.head(topic, partition)
         return Offsets(earliest=head.log_start_offset, latest=head.next_offset)
 
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         """The first offset whose timestamp is >= timestamp_ms, or None if there is none."""
+        check_non_negative("partition", partition)
         head = self.reader.head(topic, partition)
         for placed in self.index.placed_refs(head, head.log_start_offset):
             if placed.ref.max_timestamp < timestamp_ms:
@@ -342,28 +337,6 @@ class ObjectLog:
         return None
 
 
-def _default_of(key: str) -> str:
-    from objectlog.format.topics import DEFAULTS
-
-    return DEFAULTS.get(key, "")
-
-
-def _check_fetch_args(
-    partition: int, offset: int, max_bytes: int, max_records: int | None, max_wait_ms: int
-) -> None:
-    for name, value in (("partition", partition), ("offset", offset), ("max_wait_ms", max_wait_ms)):
-        if type(value) is not int or value < 0:
-            raise InvalidRequest(
-                f"{name} must be a non-negative integer, got {value!r}", field=name
-            )
-    if type(max_bytes) is not int or max_bytes <= 0:
-        raise InvalidRequest(
-            f"max_bytes must be a positive integer, got {max_bytes!r}", field="max_bytes"
-        )
-    if max_records is not None and (type(max_records) is not int or max_records <= 0):
-        raise InvalidRequest(
-            f"max_records must be a positive integer, got {max_records!r}", field="max_records"
-        )
-
-
+# mypy proves ObjectLog keeps the contract every transport shares.
+_CONTRACT: type[LogClient] = ObjectLog
 __all__ = ["ObjectLog", "Offsets", "decode_parquet"]

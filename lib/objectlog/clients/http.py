@@ -15,21 +15,23 @@ import itertools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import pyarrow as pa
-import requests
 
-from objectlog import errors
-from objectlog.adapters.sigv4 import SigV4
+from objectlog.clients.arguments import check_compression, check_fetch_args, check_non_negative
 from objectlog.clients.consumer import Consumer
+from objectlog.clients.contract import LogClient
 from objectlog.clients.http_groups import HttpGroups
+from objectlog.clients.http_session import ApiSession, error_from
 from objectlog.clients.producer import Producer
+from objectlog.clients.topic_cache import TopicCache
 from objectlog.clients.values import Offsets
 from objectlog.config import DEFAULT_REGION
-from objectlog.errors import ObjectLogError, StorageUnavailable, UnknownOutcome
+from objectlog.errors import ObjectLogError, UnknownOutcome
 from objectlog.format.segment import records_table
 from objectlog.format.topics import (
+    DEFAULTS,
     PartitionInfo,
     Topic,
     TopicConfig,
@@ -38,112 +40,6 @@ from objectlog.format.topics import (
 )
 from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult
-
-ATTEMPTS = 5
-BACKOFF_S = 0.05
-TOPIC_CACHE_TTL_S = 10.0
-STATUS_ERRORS: dict[int, type[ObjectLogError]] = {
-    400: errors.InvalidRequest,
-    404: errors.TopicNotFound,
-    409: errors.ConcurrentModification,
-    413: errors.RecordTooLarge,
-    415: errors.UnsupportedContentType,
-}
-
-
-def error_from(response: requests.Response) -> ObjectLogError:
-    """Rebuild the library's error from the API's JSON error body."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    message = str(body.get("message") or response.reason or response.status_code)
-    name = str(body.get("error", ""))
-    if response.status_code == 416 or name == "OffsetOutOfRange":
-        return errors.OffsetOutOfRange(
-            message,
-            log_start_offset=int(body.get("log_start_offset", 0)),
-            high_watermark=int(body.get("high_watermark", 0)),
-        )
-    known = getattr(errors, name, None)
-    if (
-        isinstance(known, type)
-        and issubclass(known, ObjectLogError)
-        and known is not errors.OffsetOutOfRange
-    ):
-        return known(message, field=body.get("field"))
-    if response.status_code >= 500:
-        return StorageUnavailable(f"{message} (request id {body.get('request_id', '?')})")
-    return STATUS_ERRORS.get(response.status_code, errors.InvalidRequest)(
-        message, field=body.get("field")
-    )
-
-
-class ApiSession:
-    def __init__(
-        self,
-        api_url: str,
-        *,
-        sign: bool | None = None,
-        region: str = DEFAULT_REGION,
-        timeout_s: float = 30.0,
-    ) -> None:
-        self.base = api_url.rstrip("/")
-        self.http = requests.Session()
-        self.timeout_s = timeout_s
-        host = urlsplit(self.base).hostname or ""
-        if (
-            sign
-            if sign is not None
-            else not (host.startswith("127.") or host in ("localhost", "::1"))
-        ):
-            self.http.auth = SigV4(region)
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        retry_unsafe: bool = False,
-    ) -> Any:
-        """Send and decode; retries what is safe to retry (reads, and writes with a key)."""
-        safe = method == "GET" or retry_unsafe
-        last: ObjectLogError | None = None
-        for attempt in range(ATTEMPTS if safe else 1):
-            try:
-                response = self.http.request(
-                    method,
-                    self.base + path,
-                    json=json,
-                    params=params,
-                    headers=headers,
-                    timeout=self.timeout_s,
-                )
-            except requests.ConnectionError as e:
-                last = StorageUnavailable(f"{method} {path}: cannot connect: {e}")
-            except requests.Timeout as e:
-                last = (StorageUnavailable if method == "GET" else UnknownOutcome)(
-                    f"{method} {path}: {e}"
-                )
-            else:
-                if response.status_code < 400:
-                    return response.json() if response.content else None
-                last = error_from(response)
-                if response.status_code < 500:
-                    raise last
-            time.sleep(BACKOFF_S * 2**attempt)
-        if method != "GET" and isinstance(last, StorageUnavailable) and safe:
-            last = UnknownOutcome(
-                f"{method} {path}: no answer after {ATTEMPTS} attempts: {last.message}"
-            )
-        assert last is not None
-        raise last
-
-    def close(self) -> None:
-        self.http.close()
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -206,7 +102,7 @@ class HttpAppender:
         try:
             body = self.api.request(
                 "POST",
-                f"/topics/{quote(topic, safe='')}/records",
+                f"{_topic_path(topic)}/records",
                 json={"records": records},
                 headers={"Idempotency-Key": key} if key else None,
                 retry_unsafe=key is not None,
@@ -229,14 +125,14 @@ class HttpAppender:
 
 
 class HttpObjectLog:
-    """The ObjectLog API over HTTP."""
+    """The LogClient contract over the objectlog HTTP API."""
 
     def __init__(
         self, api_url: str, *, sign: bool | None = None, region: str = DEFAULT_REGION
     ) -> None:
         self.api_url = api_url
         self.api = ApiSession(api_url, sign=sign, region=region)
-        self._topics: dict[str, tuple[float, Topic]] = {}
+        self._topics = TopicCache(lambda name: self.describe_topic(name).topic)
         self.groups = HttpGroups(self.api)
 
     def close(self) -> None:
@@ -268,37 +164,32 @@ class HttpObjectLog:
         return list(self.api.request("GET", "/topics")["topics"])
 
     def describe_topic(self, name: str) -> TopicDescription:
-        return _description(self.api.request("GET", f"/topics/{_path(name)}"))
+        return _description(self.api.request("GET", _topic_path(name)))
 
     def topic(self, name: str, *, fresh: bool = False) -> Topic:
-        cached = self._topics.get(name)
-        if cached and not fresh and time.monotonic() - cached[0] < TOPIC_CACHE_TTL_S:
-            return cached[1]
-        topic = self.describe_topic(validate_topic_name(name)).topic
-        self._topics[name] = (time.monotonic(), topic)
-        return topic
+        return self._topics.get(name, fresh=fresh)
 
     def forget_topic(self, name: str) -> None:
-        self._topics.pop(name, None)
+        self._topics.forget(name)
 
     def alter_topic_config(
         self, name: str, set: Mapping[str, object] | None = None, delete: Iterable[str] = ()
     ) -> Topic:
         body = self.api.request(
             "PATCH",
-            f"/topics/{_path(name)}",
+            _topic_path(name),
             json={"set": {k: str(v) for k, v in (set or {}).items()}, "delete": list(delete)},
         )
         self.forget_topic(name)
         return _description(body).topic
 
     def add_partitions(self, name: str, total: int) -> Topic:
-        body = self.api.request("PATCH", f"/topics/{_path(name)}", json={"partitions": total})
+        body = self.api.request("PATCH", _topic_path(name), json={"partitions": total})
         self.forget_topic(name)
         return _description(body).topic
 
     def delete_topic(self, name: str) -> None:
-        self.api.request("DELETE", f"/topics/{_path(name)}")
+        self.api.request("DELETE", _topic_path(name))
         self.forget_topic(name)
 
     # ---- produce and fetch -------------------------------------------------------------
@@ -311,6 +202,7 @@ class HttpObjectLog:
         return Consumer(self, **options)
 
     def new_appender(self, *, compression: str = "none") -> HttpAppender:
+        check_compression(compression)  # the API's producer chooses its own compression
         return HttpAppender(self.api)
 
     def fetch(
@@ -323,6 +215,7 @@ class HttpObjectLog:
         max_records: int | None = None,
         max_wait_ms: int = 0,
     ) -> FetchResult:
+        check_fetch_args(partition, offset, max_bytes, max_records, max_wait_ms)
         params: dict[str, Any] = {
             "offset": offset,
             "max_bytes": max_bytes,
@@ -330,9 +223,7 @@ class HttpObjectLog:
         }
         if max_records is not None:
             params["max_records"] = max_records
-        body = self.api.request(
-            "GET", f"/topics/{_path(topic)}/partitions/{partition}/records", params=params
-        )
+        body = self.api.request("GET", _partition_path(topic, partition, "records"), params=params)
         return FetchResult(
             topic=topic,
             partition=partition,
@@ -342,35 +233,39 @@ class HttpObjectLog:
             log_start_offset=body["log_start_offset"],
         )
 
-    def fetch_many(self, requests_: Sequence[FetchRequest]) -> list[FetchResult]:
+    def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:
         return [
             self.fetch(
                 r.topic, r.partition, r.offset, max_bytes=r.max_bytes, max_records=r.max_records
             )
-            for r in requests_
+            for r in requests
         ]
 
     def offsets(self, topic: str, partition: int) -> Offsets:
-        body = self.api.request("GET", f"/topics/{_path(topic)}/partitions/{partition}/offsets")
+        body = self.api.request("GET", _partition_path(topic, partition, "offsets"))
         return Offsets(earliest=body["earliest"], latest=body["latest"])
 
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         body = self.api.request(
             "GET",
-            f"/topics/{_path(topic)}/partitions/{partition}/offsets",
+            _partition_path(topic, partition, "offsets"),
             params={"timestamp": timestamp_ms},
         )
         offset: int | None = body.get("offset")
         return offset
 
 
-def _path(name: str) -> str:
-    return quote(name, safe="")
+def _topic_path(name: str) -> str:
+    """The topic's route; a name that breaks Kafka's rules is refused before it is sent."""
+    return f"/topics/{quote(validate_topic_name(name), safe='')}"
+
+
+def _partition_path(topic: str, partition: int, leaf: str) -> str:
+    check_non_negative("partition", partition)
+    return f"{_topic_path(topic)}/partitions/{partition}/{leaf}"
 
 
 def _description(body: Mapping[str, Any]) -> TopicDescription:
-    from objectlog.format.topics import DEFAULTS
-
     config = {k: v for k, v in body["config"].items() if DEFAULTS.get(k) != v}
     topic = Topic(
         name=body["topic"],
@@ -395,3 +290,8 @@ def _records_table(records: list[dict[str, Any]]) -> pa.Table:
             [{"key": h["key"], "value": _unb64(h["value"])} for h in r["headers"]] for r in records
         ],
     )
+
+
+# mypy proves HttpObjectLog keeps the contract every transport shares.
+_CONTRACT: type[LogClient] = HttpObjectLog
+__all__ = ["ApiSession", "HttpAppender", "HttpObjectLog", "error_from"]

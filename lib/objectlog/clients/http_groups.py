@@ -9,9 +9,10 @@ session timeout, so a join is sent once and its error reaches the caller.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
+from objectlog.clients.http_session import ApiSession
 from objectlog.groups.coordinator import (
     DEFAULT_STRATEGIES,
     GroupDescription,
@@ -21,9 +22,6 @@ from objectlog.groups.coordinator import (
     PartitionOffset,
 )
 from objectlog.stores.groups import TopicPartition
-
-if TYPE_CHECKING:
-    from objectlog.clients.http import ApiSession
 
 
 class HttpGroups:

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from objectlog.clients.values import BatchResult
 from objectlog.errors import (
     InvalidRequest,
     ObjectLogError,
@@ -131,15 +132,6 @@ class _Delivery:
     first_at: float = 0.0
     event: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    """Where a columnar batch landed: per input row, its partition and offset."""
-
-    topic: str
-    partitions: np.ndarray
-    offsets: np.ndarray
 
 
 class Producer:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Offsets:
@@ -11,3 +13,13 @@ class Offsets:
 
     earliest: int
     latest: int
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Where a columnar batch (Producer.send_table) landed: per input row, its partition and
+    offset."""
+
+    topic: str
+    partitions: np.ndarray
+    offsets: np.ndarray

@@ -21,6 +21,7 @@ except ModuleNotFoundError as missing:  # the console script, installed without 
 
     exit_without("cli", what="the objectlog command")
 
+from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
 from objectlog.clients.http import HttpObjectLog
 from objectlog.clients.producer import RecordFuture
@@ -80,8 +81,9 @@ def main(
         ctx.obj = lambda: ObjectLog(Config.from_env(**overrides))
 
 
-def _log(ctx: click.Context) -> ObjectLog | HttpObjectLog:
-    log: ObjectLog | HttpObjectLog = ctx.obj()
+def _log(ctx: click.Context) -> LogClient:
+    """The client --api-url chose: HTTP, or S3 and DynamoDB directly."""
+    log: LogClient = ctx.obj()
     return log
 
 
@@ -297,7 +299,7 @@ def _format(record: Record, fmt: str, print_key: bool) -> str:
 
 
 def _consume(
-    log: ObjectLog | HttpObjectLog, positions: dict[int, int], topic: str, timeout_s: float
+    log: LogClient, positions: dict[int, int], topic: str, timeout_s: float
 ) -> Iterator[Record]:
     idle_since = time.monotonic()
     while True:
@@ -386,7 +388,7 @@ def consume(
 
 
 def _consume_in_group(
-    log: ObjectLog | HttpObjectLog,
+    log: LogClient,
     group: str,
     topic: str,
     auto_offset_reset: str,

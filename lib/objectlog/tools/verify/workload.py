@@ -29,7 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
+from objectlog.clients.producer import RecordFuture
 from objectlog.clock import SystemClock
 from objectlog.compaction.compactor import CompactionSettings
 from objectlog.compaction.maintenance import collector_for, run_maintenance
@@ -293,8 +295,9 @@ class Workload:
 
     def _produce(self, client: str, gateway: LocalGateway) -> None:
         rng = random.Random(f"{self.config.seed}-{client}")
+        log: LogClient
         if client == "http":
-            log: Any = ObjectLog.connect(api_url=gateway.url)  # type: ignore[attr-defined]
+            log = ObjectLog.connect(api_url=gateway.url)  # type: ignore[attr-defined]
         else:
             role = "paused-producer" if client == "direct-idempotent-2" else "producer"
             log = self._log(faults=True, role=role)
@@ -454,7 +457,7 @@ class Workload:
         )
 
 
-def _outcome(client: str, partition: int, value: bytes, future: Any) -> Produce:
+def _outcome(client: str, partition: int, value: bytes, future: RecordFuture) -> Produce:
     error = future.exception(timeout=120)
     if error is None:
         metadata = future.result()
@@ -463,7 +466,7 @@ def _outcome(client: str, partition: int, value: bytes, future: Any) -> Produce:
     return Produce(client, partition, value, outcome, None, type(error).__name__)
 
 
-def _read_partition(log: ObjectLog, partition: int, start: int) -> list[tuple[int, bytes | None]]:
+def _read_partition(log: LogClient, partition: int, start: int) -> list[tuple[int, bytes | None]]:
     rows: list[tuple[int, bytes | None]] = []
     offset = start
     while True:
