@@ -18,8 +18,8 @@ from objectlog.clients.values import Offsets
 from objectlog.errors import InvalidRequest, ObjectLogError, OffsetOutOfRange, UnknownMemberId
 from objectlog.format.records import Record
 from objectlog.format.topics import Topic
-from objectlog.groups.coordinator import (
-    DEFAULT_STRATEGIES,
+from objectlog.groups.assignors import DEFAULT_STRATEGIES
+from objectlog.groups.values import (
     GroupDescription,
     Membership,
     OffsetAndMetadata,

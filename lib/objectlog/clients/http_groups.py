@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import quote
 
 from objectlog.clients.http_session import ApiSession
-from objectlog.groups.coordinator import (
-    DEFAULT_STRATEGIES,
+from objectlog.groups.assignors import DEFAULT_STRATEGIES
+from objectlog.groups.values import (
     GroupDescription,
     MemberDescription,
     Membership,

@@ -1,7 +1,7 @@
 """Consumer groups: membership leases, assignment, generation-fenced committed offsets."""
 
-from objectlog.groups.coordinator import (
-    GroupCoordinator,
+from objectlog.groups.coordinator import GroupCoordinator
+from objectlog.groups.values import (
     GroupDescription,
     MemberDescription,
     Membership,

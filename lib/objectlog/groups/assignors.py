@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 
-from objectlog.stores.groups import TopicPartition
+from objectlog.errors import InconsistentGroupProtocol
+from objectlog.stores.groups import MemberInfo, TopicPartition
 
 Subscriptions = Mapping[str, Collection[str]]
 Counts = Mapping[str, int]
@@ -119,6 +120,7 @@ def _all_partitions(subscriptions: Subscriptions, partitions: Counts) -> list[To
     ]
 
 
+DEFAULT_STRATEGIES = ("range", "sticky")  # what a member that names none supports
 STRATEGIES: dict[str, Callable[[Subscriptions, Counts, Previous], Assignment]] = {
     "range": range_assign,
     "roundrobin": roundrobin_assign,
@@ -134,3 +136,21 @@ def assign(
 ) -> Assignment:
     """Member id -> its partitions under the named strategy (a key of STRATEGIES)."""
     return STRATEGIES[strategy](subscriptions, partitions, previous or {})
+
+
+def choose_strategy(members: Mapping[str, MemberInfo]) -> str:
+    """The first strategy, in the lowest member id's order, that every member supports."""
+    common = set(STRATEGIES)
+    for info in members.values():
+        common &= set(info.strategies)
+    if not members:
+        return DEFAULT_STRATEGIES[0]
+    first = members[min(members)]
+    for strategy in first.strategies:
+        if strategy in common:
+            return strategy
+    raise InconsistentGroupProtocol(
+        "the members share no assignment strategy: "
+        + "; ".join(f"{m}: {list(i.strategies)}" for m, i in sorted(members.items())),
+        field="strategies",
+    )

@@ -13,11 +13,8 @@ so a zombie member's commit is rejected.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from objectlog.clock import Clock
 from objectlog.errors import (
@@ -25,118 +22,28 @@ from objectlog.errors import (
     ConcurrentModification,
     GroupNotEmpty,
     GroupNotFound,
-    InconsistentGroupProtocol,
     InvalidRequest,
     OffsetOutOfRange,
     TopicNotFound,
     UnknownMemberId,
     UnknownPartition,
 )
-from objectlog.format.topics import validate_topic_name
-from objectlog.groups.assignors import STRATEGIES, assign
+from objectlog.groups.assignors import DEFAULT_STRATEGIES, assign, choose_strategy
+from objectlog.groups.resets import ResetTo, reset_target
+from objectlog.groups.values import (
+    GroupDescription,
+    MemberDescription,
+    Membership,
+    OffsetAndMetadata,
+    PartitionOffset,
+    member_info,
+    offset_value,
+    validate_group_name,
+)
 from objectlog.stores.groups import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
 from objectlog.stores.metadata import ACTIVE, MetadataStore, PartitionHead
 
-GROUP_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
-MIN_SESSION_TIMEOUT_MS = 100
-MAX_SESSION_TIMEOUT_MS = 3_600_000
-MAX_METADATA_CHARS = 4096
-DEFAULT_STRATEGIES = ("range", "sticky")
 REBALANCE_ATTEMPTS = 20
-
-
-class OffsetAndMetadata(NamedTuple):
-    offset: int
-    metadata: str = ""
-
-
-@dataclass(frozen=True)
-class Membership:
-    """A member's view after join or heartbeat.
-
-    ``assigned`` is the member's target assignment in this generation; ``owned`` the
-    partitions whose offset items it holds: the assigned ones it claimed (a partition still
-    held by a live previous owner is assigned but not yet owned: consume only what is owned
-    and assigned), plus any it holds but is no longer assigned, which it must release.
-    """
-
-    group: str
-    member_id: str
-    generation: int
-    strategy: str
-    members: tuple[str, ...]
-    assigned: tuple[TopicPartition, ...]
-    owned: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True)
-class MemberDescription:
-    member_id: str
-    client_id: str
-    topics: tuple[str, ...]
-    session_timeout_ms: int
-    lease_expires_ms: int
-    assigned: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True)
-class PartitionOffset:
-    """A partition's committed offset beside its log: lag is None when nothing is committed."""
-
-    topic: str
-    partition: int
-    committed: int | None
-    metadata: str
-    log_start_offset: int
-    high_watermark: int
-    owner: str | None
-
-    @property
-    def lag(self) -> int | None:
-        if self.committed is None:
-            return None
-        return max(0, self.high_watermark - max(self.committed, self.log_start_offset))
-
-
-@dataclass(frozen=True)
-class GroupDescription:
-    group: str
-    state: str  # Empty, Stable or Rebalancing (a partition not yet claimed by its new member)
-    generation: int
-    strategy: str | None
-    members: tuple[MemberDescription, ...]
-    offsets: tuple[PartitionOffset, ...]
-
-    @property
-    def total_lag(self) -> int:
-        return sum(p.lag or 0 for p in self.offsets)
-
-
-def validate_group_name(group: object) -> str:
-    if not isinstance(group, str) or not GROUP_NAME.match(group):
-        raise InvalidRequest(
-            f"invalid group id {group!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
-            field="group",
-        )
-    return group
-
-
-def choose_strategy(members: Mapping[str, MemberInfo]) -> str:
-    """The first strategy, in the lowest member id's order, that every member supports."""
-    common = set(STRATEGIES)
-    for info in members.values():
-        common &= set(info.strategies)
-    if not members:
-        return DEFAULT_STRATEGIES[0]
-    first = members[min(members)]
-    for strategy in first.strategies:
-        if strategy in common:
-            return strategy
-    raise InconsistentGroupProtocol(
-        "the members share no assignment strategy: "
-        + "; ".join(f"{m}: {list(i.strategies)}" for m, i in sorted(members.items())),
-        field="strategies",
-    )
 
 
 class GroupCoordinator:
@@ -168,7 +75,7 @@ class GroupCoordinator:
     ) -> Membership:
         """Join as a new member; the group rebalances at the next generation."""
         validate_group_name(group)
-        info = self._member_info(topics, client_id, session_timeout_ms, strategies)
+        info = member_info(topics, client_id, session_timeout_ms, strategies)
         self._require_topics(info.topics)
         member_id = f"{client_id}-{uuid.uuid4()}"
         self.store.put_member(group, member_id, self.clock.now_ms(), session_timeout_ms)
@@ -333,7 +240,7 @@ class GroupCoordinator:
                 f"group {group!r} has {len(state.members)} live member(s); stop them, or wait "
                 "for their sessions to lapse, before resetting its offsets"
             )
-        targets = self._reset_targets(group, topics, to, timestamp_ms, offsets, shift_by)
+        targets = self._reset_targets(group, topics, ResetTo(to, timestamp_ms, offsets, shift_by))
         if dry_run:
             return targets
         self._track(group, {tp.topic for tp in targets})
@@ -462,38 +369,6 @@ class GroupCoordinator:
 
     # ---- helpers -----------------------------------------------------------------------
 
-    @staticmethod
-    def _member_info(
-        topics: Collection[str], client_id: str, session_timeout_ms: int, strategies: Sequence[str]
-    ) -> MemberInfo:
-        if isinstance(topics, str) or not topics:
-            raise InvalidRequest("topics must be a non-empty list of topic names", field="topics")
-        for topic in topics:
-            validate_topic_name(topic)
-        if not isinstance(client_id, str) or not GROUP_NAME.match(client_id):
-            raise InvalidRequest(
-                f"invalid client id {client_id!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
-                field="client_id",
-            )
-        if (
-            type(session_timeout_ms) is not int
-            or not MIN_SESSION_TIMEOUT_MS <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS
-        ):
-            raise InvalidRequest(
-                f"session_timeout_ms must be an integer from {MIN_SESSION_TIMEOUT_MS} to "
-                f"{MAX_SESSION_TIMEOUT_MS}, got {session_timeout_ms!r}",
-                field="session_timeout_ms",
-            )
-        unknown = [s for s in strategies if s not in STRATEGIES]
-        if isinstance(strategies, str) or not strategies or unknown:
-            raise InvalidRequest(
-                f"strategies must be a non-empty list from {list(STRATEGIES)}, got {strategies!r}",
-                field="strategies",
-            )
-        return MemberInfo(
-            client_id, tuple(sorted(set(topics))), session_timeout_ms, tuple(strategies)
-        )
-
     def _require_topics(self, topics: Collection[str]) -> None:
         found = self._partition_counts(topics)
         missing = sorted(set(topics) - set(found))
@@ -520,7 +395,7 @@ class GroupCoordinator:
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """Validate every offset against its partition's log before storing any."""
-        wanted = {TopicPartition(*tp): _offset_value(v) for tp, v in offsets.items()}
+        wanted = {TopicPartition(*tp): offset_value(v) for tp, v in offsets.items()}
         heads = self._heads(list(wanted))
         counts = self._partition_counts({tp.topic for tp in wanted})
         for tp, value in wanted.items():
@@ -543,70 +418,26 @@ class GroupCoordinator:
         return wanted
 
     def _reset_targets(
-        self,
-        group: str,
-        topics: Collection[str],
-        to: str,
-        timestamp_ms: int | None,
-        offsets: Mapping[TopicPartition, int] | None,
-        shift_by: int | None,
+        self, group: str, topics: Collection[str], reset: ResetTo
     ) -> dict[TopicPartition, int]:
         if isinstance(topics, str) or not topics:
             raise InvalidRequest("topics must be a non-empty list of topic names", field="topics")
         self._require_topics(topics)
         partitions = _all_partitions(self._partition_counts(topics))
-        if to == "offset":
-            if not offsets:
+        if reset.to == "offset":
+            if not reset.offsets:
                 raise InvalidRequest("to=offset needs offsets", field="offsets")
-            partitions = sorted(TopicPartition(*tp) for tp in offsets)
+            partitions = sorted(TopicPartition(*tp) for tp in reset.offsets)
         heads = self._heads(partitions)
-        current = self.committed(group, partitions) if to == "current" else {}
+        current = self.committed(group, partitions) if reset.to == "current" else {}
         targets: dict[TopicPartition, int] = {}
         for tp in partitions:
             head = heads.get(tp)
             if head is None:
                 raise UnknownPartition(f"there is no partition {tp.topic}/{tp.partition}")
-            wanted = self._reset_target(tp, head, to, timestamp_ms, offsets, shift_by, current)
+            wanted = reset_target(tp, head, reset, current, self.offset_for_time)
             targets[tp] = min(max(wanted, head.log_start_offset), head.next_offset)
         return targets
-
-    def _reset_target(
-        self,
-        tp: TopicPartition,
-        head: PartitionHead,
-        to: str,
-        timestamp_ms: int | None,
-        offsets: Mapping[TopicPartition, int] | None,
-        shift_by: int | None,
-        current: Mapping[TopicPartition, OffsetAndMetadata | None],
-    ) -> int:
-        if to == "earliest":
-            return head.log_start_offset
-        if to == "latest":
-            return head.next_offset
-        if to == "timestamp":
-            if type(timestamp_ms) is not int:
-                raise InvalidRequest("to=timestamp needs timestamp_ms", field="timestamp_ms")
-            return self._offset_for_time(head, timestamp_ms)
-        if to == "offset":
-            assert offsets is not None
-            value = {TopicPartition(*k): v for k, v in offsets.items()}[tp]
-            if type(value) is not int:
-                raise InvalidRequest(f"offset for {tp} must be an integer", field="offsets")
-            return value
-        if to == "current":
-            if type(shift_by) is not int:
-                raise InvalidRequest("to=current needs shift_by", field="shift_by")
-            committed = current.get(tp)
-            return (committed.offset if committed else head.log_start_offset) + shift_by
-        raise InvalidRequest(
-            f"to must be earliest, latest, timestamp, offset or current, got {to!r}", field="to"
-        )
-
-    def _offset_for_time(self, head: PartitionHead, timestamp_ms: int) -> int:
-        """The first offset at or after the time, or the high watermark (as Kafka resets)."""
-        found = self.offset_for_time(head.topic, head.partition, timestamp_ms)
-        return head.next_offset if found is None else found
 
     def _track(self, group: str, topics: Iterable[str]) -> None:
         new = sorted(t for t in topics if (group, t) not in self._tracked)
@@ -614,24 +445,6 @@ class GroupCoordinator:
             self.store.register(group)
             self.store.track_topics(group, new)
             self._tracked.update((group, t) for t in new)
-
-
-def _offset_value(value: OffsetAndMetadata | int | object) -> OffsetAndMetadata:
-    if type(value) is int:
-        value = OffsetAndMetadata(value)
-    if not isinstance(value, tuple) or len(value) != 2:
-        raise InvalidRequest(f"an offset must be an integer, got {value!r}", field="offsets")
-    offset, metadata = value
-    if type(offset) is not int or offset < 0:
-        raise InvalidRequest(
-            f"an offset must be a non-negative integer, got {offset!r}", field="offsets"
-        )
-    if not isinstance(metadata, str) or len(metadata) > MAX_METADATA_CHARS:
-        raise InvalidRequest(
-            f"offset metadata must be a string of at most {MAX_METADATA_CHARS} characters",
-            field="metadata",
-        )
-    return OffsetAndMetadata(offset, metadata)
 
 
 def _fenced_message(

@@ -1,0 +1,144 @@
+"""What the group protocol takes and answers: value types and the validation of its inputs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from objectlog.errors import InvalidRequest
+from objectlog.format.topics import validate_topic_name
+from objectlog.groups.assignors import STRATEGIES
+from objectlog.stores.groups import MemberInfo, TopicPartition
+
+GROUP_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
+MIN_SESSION_TIMEOUT_MS = 100
+MAX_SESSION_TIMEOUT_MS = 3_600_000
+MAX_METADATA_CHARS = 4096
+
+
+class OffsetAndMetadata(NamedTuple):
+    offset: int
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class Membership:
+    """A member's view after join or heartbeat.
+
+    ``assigned`` is the member's target assignment in this generation; ``owned`` the
+    partitions whose offset items it holds: the assigned ones it claimed (a partition still
+    held by a live previous owner is assigned but not yet owned: consume only what is owned
+    and assigned), plus any it holds but is no longer assigned, which it must release.
+    """
+
+    group: str
+    member_id: str
+    generation: int
+    strategy: str
+    members: tuple[str, ...]
+    assigned: tuple[TopicPartition, ...]
+    owned: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    client_id: str
+    topics: tuple[str, ...]
+    session_timeout_ms: int
+    lease_expires_ms: int
+    assigned: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class PartitionOffset:
+    """A partition's committed offset beside its log: lag is None when nothing is committed."""
+
+    topic: str
+    partition: int
+    committed: int | None
+    metadata: str
+    log_start_offset: int
+    high_watermark: int
+    owner: str | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.committed is None:
+            return None
+        return max(0, self.high_watermark - max(self.committed, self.log_start_offset))
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group: str
+    state: str  # Empty, Stable or Rebalancing (a partition not yet claimed by its new member)
+    generation: int
+    strategy: str | None
+    members: tuple[MemberDescription, ...]
+    offsets: tuple[PartitionOffset, ...]
+
+    @property
+    def total_lag(self) -> int:
+        return sum(p.lag or 0 for p in self.offsets)
+
+
+def validate_group_name(group: object) -> str:
+    if not isinstance(group, str) or not GROUP_NAME.match(group):
+        raise InvalidRequest(
+            f"invalid group id {group!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
+            field="group",
+        )
+    return group
+
+
+def member_info(
+    topics: Collection[str], client_id: str, session_timeout_ms: int, strategies: Sequence[str]
+) -> MemberInfo:
+    if isinstance(topics, str) or not topics:
+        raise InvalidRequest("topics must be a non-empty list of topic names", field="topics")
+    for topic in topics:
+        validate_topic_name(topic)
+    if not isinstance(client_id, str) or not GROUP_NAME.match(client_id):
+        raise InvalidRequest(
+            f"invalid client id {client_id!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
+            field="client_id",
+        )
+    if (
+        type(session_timeout_ms) is not int
+        or not MIN_SESSION_TIMEOUT_MS <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS
+    ):
+        raise InvalidRequest(
+            f"session_timeout_ms must be an integer from {MIN_SESSION_TIMEOUT_MS} to "
+            f"{MAX_SESSION_TIMEOUT_MS}, got {session_timeout_ms!r}",
+            field="session_timeout_ms",
+        )
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if isinstance(strategies, str) or not strategies or unknown:
+        raise InvalidRequest(
+            f"strategies must be a non-empty list from {list(STRATEGIES)}, got {strategies!r}",
+            field="strategies",
+        )
+    return MemberInfo(
+        client_id, tuple(sorted(set(topics))), session_timeout_ms, tuple(strategies)
+    )
+
+
+def offset_value(value: OffsetAndMetadata | int | object) -> OffsetAndMetadata:
+    if type(value) is int:
+        value = OffsetAndMetadata(value)
+    if not isinstance(value, tuple) or len(value) != 2:
+        raise InvalidRequest(f"an offset must be an integer, got {value!r}", field="offsets")
+    offset, metadata = value
+    if type(offset) is not int or offset < 0:
+        raise InvalidRequest(
+            f"an offset must be a non-negative integer, got {offset!r}", field="offsets"
+        )
+    if not isinstance(metadata, str) or len(metadata) > MAX_METADATA_CHARS:
+        raise InvalidRequest(
+            f"offset metadata must be a string of at most {MAX_METADATA_CHARS} characters",
+            field="metadata",
+        )
+    return OffsetAndMetadata(offset, metadata)
