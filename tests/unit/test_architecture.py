@@ -40,8 +40,6 @@ LONG_MODULES: dict[str, str] = {
     "share the batching state",
     "objectlog.clients.consumer": "poll, fetch-ahead, commits and rebalance callbacks share "
     "the member's position state",
-    "objectlog.http.routes": "every route of the HTTP API and its translation; one router "
-    "module per resource would split it",
 }
 
 

@@ -25,6 +25,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
+from objectlog.http.group_routes import groups_router
 from objectlog.http.routes import (
     FETCH,
     PRODUCE,
@@ -32,7 +33,6 @@ from objectlog.http.routes import (
     ROUTES,
     Services,
     fetch_router,
-    groups_router,
     produce_router,
     topic_admin_router,
 )
