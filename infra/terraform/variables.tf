@@ -161,6 +161,12 @@ variable "alarm_actions" {
   default     = []
 }
 
+variable "abort_incomplete_multipart_days" {
+  description = "Days after which S3 aborts incomplete multipart uploads; 0: no lifecycle rule (local emulators only)."
+  type        = number
+  default     = 1
+}
+
 variable "deny_insecure_transport" {
   description = "Deny non-TLS requests to the buckets. Keep true on AWS; local emulators (moto) need false."
   type        = bool

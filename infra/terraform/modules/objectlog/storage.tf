@@ -39,6 +39,7 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "data" {
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "data" {
+  count  = var.abort_incomplete_multipart_days > 0 ? 1 : 0
   bucket = aws_s3_bucket.data.id
 
   # Only multipart leftovers expire here. No rule deletes or transitions segments: retention
@@ -50,7 +51,7 @@ resource "aws_s3_bucket_lifecycle_configuration" "data" {
       prefix = ""
     }
     abort_incomplete_multipart_upload {
-      days_after_initiation = 1
+      days_after_initiation = var.abort_incomplete_multipart_days
     }
   }
 }
@@ -122,6 +123,7 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "artifacts" {
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "artifacts" {
+  count  = var.abort_incomplete_multipart_days > 0 ? 1 : 0
   bucket = aws_s3_bucket.artifacts.id
   rule {
     id     = "abort-incomplete-multipart-uploads"
@@ -130,7 +132,7 @@ resource "aws_s3_bucket_lifecycle_configuration" "artifacts" {
       prefix = ""
     }
     abort_incomplete_multipart_upload {
-      days_after_initiation = 1
+      days_after_initiation = var.abort_incomplete_multipart_days
     }
   }
 }

@@ -236,6 +236,16 @@ variable "alarm_actions" {
   }
 }
 
+variable "abort_incomplete_multipart_days" {
+  description = "Days after which S3 aborts incomplete multipart uploads in both buckets (a lifecycle rule); 0 leaves the buckets without a lifecycle configuration. Only local emulators set 0: against moto the provider's lifecycle wait costs about 55 s of every apply."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.abort_incomplete_multipart_days >= 0 && floor(var.abort_incomplete_multipart_days) == var.abort_incomplete_multipart_days
+    error_message = "abort_incomplete_multipart_days must be a whole number of days, 0 or more."
+  }
+}
+
 variable "deny_insecure_transport" {
   description = "Bucket policies denying every request not made over TLS (aws:SecureTransport). Only local emulators turn this off: moto applies a conditioned Deny to every request (it never evaluates aws:SecureTransport) and serves plain HTTP."
   type        = bool

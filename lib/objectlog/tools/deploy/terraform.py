@@ -221,5 +221,8 @@ def local_variables(
         # moto applies a bucket policy's conditioned Deny to every request (it never evaluates
         # aws:SecureTransport), which would lock everyone out of the bucket
         "deny_insecure_transport": False,
+        # the provider waits for a lifecycle configuration to read back the same three times,
+        # 10 s apart: about 55 s of every apply on moto, for a rule no emulator enforces
+        "abort_incomplete_multipart_days": 0,
         **overrides,
     }
