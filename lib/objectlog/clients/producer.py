@@ -21,13 +21,11 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from objectlog.errors import (
     InvalidRequest,
     ObjectLogError,
     ProducerClosed,
-    RecordTooLarge,
     StorageUnavailable,
     UnknownOutcome,
     UnknownPartition,
@@ -37,7 +35,15 @@ from objectlog.format.partitioner import (
     partition_for_key,
     partitions_for_key_array,
 )
-from objectlog.format.records import HeadersInput, RecordMetadata, normalize_headers
+from objectlog.format.records import (
+    HeadersInput,
+    RecordMetadata,
+    check_record_size,
+    check_record_sizes,
+    normalize_headers,
+    record_size,
+    record_sizes,
+)
 from objectlog.format.segment import HEADER_TYPE, slice_table
 from objectlog.format.topics import LOG_APPEND_TIME, Topic, validate_topic_name
 from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch
@@ -349,7 +355,9 @@ class Producer:
                     ),
                 )
             )
-        self._check_sizes(info, columns["key"], columns["value"])
+        check_record_sizes(
+            info, record_sizes(columns["key"], columns["value"], columns.get("headers"))
+        )
         outcomes = self._append(batches)
         offsets = np.empty(count, dtype=np.int64)
         for outcome, indexes in zip(outcomes, [g for g in groups if len(g)], strict=True):
@@ -380,19 +388,6 @@ class Producer:
         if keys.null_count:
             result[result < 0] = self.sticky.partition(info.name, info.partitions)
         return result
-
-    @staticmethod
-    def _check_sizes(info: Topic, keys: pa.Array, values: pa.Array) -> None:
-        sizes = pc.add(
-            pc.fill_null(pc.binary_length(keys), 0), pc.fill_null(pc.binary_length(values), 0)
-        )
-        largest = pc.max(sizes).as_py() if len(sizes) else 0
-        if largest and largest > info.config.max_message_bytes:
-            raise RecordTooLarge(
-                f"a record of {largest} bytes exceeds max.message.bytes "
-                f"({info.config.max_message_bytes}) of topic {info.name!r}",
-                field="value",
-            )
 
     # ---- the sender thread -------------------------------------------------------------
 
@@ -475,7 +470,7 @@ class Producer:
                 info = topics.get(topic_name) or self.log.topic(topic_name)
                 topics[topic_name] = info
                 partition = self._partition_of(info, record)
-                _check_record_size(info, record)
+                check_record_size(info, record_size(record[2], record[3], record[4]))
             except ObjectLogError as e:
                 delivery.errors[record[-1]] = e
                 continue
@@ -584,19 +579,6 @@ def _check_partition(info: Topic, partition: int) -> None:
             f"topic {info.name!r} has {info.partitions} partitions; "
             f"there is no partition {partition}",
             field="partition",
-        )
-
-
-def _check_record_size(info: Topic, record: tuple[Any, ...]) -> None:
-    key, value, headers = record[2], record[3], record[4]
-    size = (len(key) if key else 0) + (len(value) if value else 0)
-    if headers:
-        size += sum(len(k) + len(v or b"") for k, v in headers)
-    if size > info.config.max_message_bytes:
-        raise RecordTooLarge(
-            f"a record of {size} bytes exceeds max.message.bytes ({info.config.max_message_bytes}) "
-            f"of topic {info.name!r}",
-            field="value",
         )
 
 

@@ -42,13 +42,13 @@ from objectlog.errors import (
     HorizonPassed,
     InvalidRequest,
     ObjectLogError,
-    RecordTooLarge,
     StorageUnavailable,
     UnknownOutcome,
     UnknownPartition,
 )
 from objectlog.format.index import SegmentRef
 from objectlog.format.partitioner import partitions_for_key_array
+from objectlog.format.records import check_record_sizes, record_sizes
 from objectlog.format.segment import HEADER_TYPE, slice_table
 from objectlog.format.topics import Topic
 from objectlog.services.append import BACKOFF_S, COMMIT_ATTEMPTS, Appender, PartitionBatch
@@ -228,13 +228,14 @@ def _partition_batches(
         table.column("headers").combine_chunks().cast(HEADER_TYPE) if "headers" in names else None
     )
     explicit = table.column("partition").combine_chunks() if "partition" in names else None
+    sizes = record_sizes(keys, values, headers)
     now = np.full(count, time.time_ns() // 1_000_000, dtype=np.int64)
     out: list[PartitionBatch] = []
     for topic, rows in groups:
         info = log.topic(topic)
         take = pa.array(rows)
-        topic_keys, topic_values = keys.take(take), values.take(take)
-        _check_sizes(info, topic_keys, topic_values)
+        topic_keys = keys.take(take)
+        check_record_sizes(info, sizes[rows])
         partitions = _partitions(
             info, topic_keys, None if explicit is None else explicit.take(take), rng
         )
@@ -290,19 +291,6 @@ def _partitions(
         first = rng.randrange(info.partitions)
         result[unset] = (first + np.arange(n) * info.partitions // n) % info.partitions
     return result
-
-
-def _check_sizes(info: Topic, keys: pa.Array, values: pa.Array) -> None:
-    sizes = pc.add(
-        pc.fill_null(pc.binary_length(keys), 0), pc.fill_null(pc.binary_length(values), 0)
-    )
-    largest = pc.max(sizes).as_py() if len(sizes) else 0
-    if largest and largest > info.config.max_message_bytes:
-        raise RecordTooLarge(
-            f"a record of {largest} bytes exceeds max.message.bytes "
-            f"({info.config.max_message_bytes}) of topic {info.name!r}",
-            field="value",
-        )
 
 
 # ---- the driver --------------------------------------------------------------------------
