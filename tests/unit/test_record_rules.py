@@ -173,3 +173,40 @@ def test_sizes_count_null_header_lists_and_values_as_nothing() -> None:
     values = pa.array([b"x", None, None], pa.binary())
     assert record_sizes(keys, values, headers).tolist() == [1, 3, 0]
     assert record_size(b"ab", None, [("é", None)]) == 3
+
+
+# ---- every timestamp from the log's clock -----------------------------------------------------
+
+
+def timestamps(log: ObjectLog, topic: str) -> list[int]:
+    return [
+        record.timestamp
+        for p in range(log.topic(topic).partitions)
+        for record in log.fetch(topic, p, 0).records
+    ]
+
+
+def test_records_are_stamped_with_the_logs_clock(log: ObjectLog) -> None:
+    clock = log.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(-1_000_000_000)  # far from the system's time, so a stray time.time() shows
+    now = clock.now_ms()
+    log.create_topic("appended", config={"message.timestamp.type": "LogAppendTime"})
+    with log.producer() as producer:
+        md = producer.send("t", b"a").result(timeout=10)
+        producer.send_table("t", pa.table({"value": [b"b", b"c"]}))
+        producer.send("appended", b"d", timestamp_ms=5).result(timeout=10)
+        producer.send_table("appended", pa.table({"value": [b"e"], "timestamp": [6]}))
+    assert md.timestamp == now
+    assert timestamps(log, "t") == [now] * 3
+    assert timestamps(log, "appended") == [now] * 2
+
+
+def test_the_spark_sink_stamps_with_the_logs_clock(log: ObjectLog) -> None:
+    clock = log.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(-1_000_000_000)
+    upload = upload_task(log, table(None).to_batches(), SinkOptions.parse({"topic": "t"}), task=0)
+    assert upload.slices
+    for piece in upload.slices:
+        assert piece.ref.min_timestamp == piece.ref.max_timestamp == clock.now_ms()

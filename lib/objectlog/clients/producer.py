@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from objectlog.clock import Clock, SystemClock
 from objectlog.errors import (
     InvalidRequest,
     ObjectLogError,
@@ -159,10 +160,15 @@ class Producer:
         compression: str = "none",
         buffer_memory: int = 64 << 20,
         max_block_ms: int = 60_000,
+        clock: Clock | None = None,
     ) -> None:
+        """``clock`` stamps records sent without a timestamp (and every record of a
+        LogAppendTime topic): by default the log's (ObjectLog.clock), else the system's."""
         if batch_bytes <= 0 or linger_ms < 0:
             raise InvalidRequest("batch_bytes must be positive and linger_ms not negative")
         self.log = log
+        self.clock: Clock = clock or getattr(log, "clock", None) or SystemClock()
+        self._now_ms = self.clock.now_ms  # bound once: send() calls it per record
         self.linger_s = linger_ms / 1000
         self.batch_bytes = batch_bytes
         self.buffer_memory = max(buffer_memory, batch_bytes)
@@ -237,7 +243,7 @@ class Producer:
         if partition is not None and (type(partition) is not int or partition < 0):
             raise InvalidRequest("partition must be a non-negative int", field="partition")
         if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000
+            timestamp_ms = self._now_ms()
         elif type(timestamp_ms) is not int or timestamp_ms < 0:
             raise InvalidRequest("timestamp_ms must be a non-negative int", field="timestamp")
         size = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
@@ -326,7 +332,7 @@ class Producer:
         sorted_partitions = partitions[order]
         bounds = np.flatnonzero(np.diff(sorted_partitions)) + 1
         groups = np.split(order, bounds)
-        now = time.time_ns() // 1_000_000
+        now = self.clock.now_ms()
         timestamps = columns.get("timestamp")
         batches = []
         for indexes in groups:
@@ -490,10 +496,9 @@ class Producer:
             return partition_for_key(key, info.partitions)
         return self.sticky.partition(info.name, info.partitions)
 
-    @staticmethod
-    def _batch(info: Topic, partition: int, records: list[tuple[Any, ...]]) -> PartitionBatch:
+    def _batch(self, info: Topic, partition: int, records: list[tuple[Any, ...]]) -> PartitionBatch:
         log_append = info.config.get("message.timestamp.type") == LOG_APPEND_TIME
-        now = time.time_ns() // 1_000_000
+        now = self.clock.now_ms()
         headers = [[{"key": k, "value": v} for k, v in r[4]] if r[4] else [] for r in records]
         return PartitionBatch(
             info,

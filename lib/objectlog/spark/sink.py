@@ -229,7 +229,7 @@ def _partition_batches(
     )
     explicit = table.column("partition").combine_chunks() if "partition" in names else None
     sizes = record_sizes(keys, values, headers)
-    now = np.full(count, time.time_ns() // 1_000_000, dtype=np.int64)
+    now = np.full(count, log.clock.now_ms(), dtype=np.int64)
     out: list[PartitionBatch] = []
     for topic, rows in groups:
         info = log.topic(topic)
