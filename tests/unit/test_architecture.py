@@ -38,8 +38,6 @@ SDK_ALLOWED = {"objectlog.adapters"}
 LONG_MODULES: dict[str, str] = {
     "objectlog.groups.coordinator": "the whole group protocol (join, heartbeat, leave, commit, "
     "describe, reset, delete) over one store; admin operations could move out",
-    "objectlog.clients.producer": "send(), the columnar send_table() and the sender thread "
-    "share the batching state",
     "objectlog.clients.consumer": "poll, fetch-ahead, commits and rebalance callbacks share "
     "the member's position state",
     "objectlog.http.routes": "every route of the HTTP API and its translation; one router "

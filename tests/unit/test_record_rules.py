@@ -19,15 +19,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from objectlog import ObjectLog, RecordTooLarge
+from objectlog import ObjectLog, RecordTooLarge, UnknownPartition
 from objectlog.clock import ManualClock
 from objectlog.config import Config
+from objectlog.format.partitioner import partition_for_key
 from objectlog.format.records import Headers, record_size, record_sizes
 from objectlog.format.segment import HEADER_TYPE
 from objectlog.http.app import lambda_handler
 from objectlog.http.routes import PRODUCE
 from objectlog.spark.options import SinkOptions
-from objectlog.spark.sink import upload_task
+from objectlog.spark.sink import commit_uploads, upload_task
 from objectlog.stores.items import ItemStores
 from objectlog.stores.objects import MemoryObjectStore
 from objectlog.tools.gateway import LambdaContext
@@ -210,3 +211,46 @@ def test_the_spark_sink_stamps_with_the_logs_clock(log: ObjectLog) -> None:
     assert upload.slices
     for piece in upload.slices:
         assert piece.ref.min_timestamp == piece.ref.max_timestamp == clock.now_ms()
+
+
+# ---- one columnar path for send_table and the Spark sink --------------------------------------
+
+
+def sink_partitions(log: ObjectLog, batch: pa.Table, topic: str) -> dict[bytes | None, int]:
+    """Where the Spark sink's executor and driver put each value of batch."""
+    options = SinkOptions.parse({"topic": topic})
+    upload = upload_task(log, batch.to_batches(), options, task=0, rng=random.Random(0))
+    commit_uploads(log, [upload], producer_id="s-test", batch_id=0)
+    return {r.value: p for p in range(2) for r in log.fetch(topic, p, 0).records}
+
+
+def test_send_table_and_the_sink_place_records_alike(log: ObjectLog) -> None:
+    """An explicit partition where given; a null one means "not given": murmur2 of the key."""
+    batch = pa.table(
+        {
+            "key": pa.array([b"a", b"b", b"c", b"d"], pa.binary()),
+            "value": pa.array([b"0", b"1", b"2", b"3"], pa.binary()),
+            "partition": pa.array([1, None, 0, None], pa.int32()),
+        }
+    )
+    with log.producer() as producer:
+        sent = producer.send_table("t", batch)
+    by_producer = dict(
+        zip(batch.column("value").to_pylist(), sent.partitions.tolist(), strict=True)
+    )
+    keyed = {b"1": partition_for_key(b"b", 2), b"3": partition_for_key(b"d", 2)}
+    assert by_producer == {b"0": 1, b"2": 0, **keyed}
+    log.create_topic("u", partitions=2)
+    assert sink_partitions(log, batch, "u") == by_producer
+
+
+@pytest.mark.parametrize("bad", [-1, 2])
+def test_send_table_and_the_sink_refuse_a_partition_the_topic_lacks(
+    log: ObjectLog, bad: int
+) -> None:
+    batch = pa.table({"value": [b"x", b"y"], "partition": pa.array([0, bad], pa.int32())})
+    with log.producer() as producer, pytest.raises(UnknownPartition, match=r"outside 0\.\.1"):
+        producer.send_table("t", batch)
+    with pytest.raises(UnknownPartition, match=r"outside 0\.\.1"):
+        upload_task(log, batch.to_batches(), SinkOptions.parse({"topic": "t"}), task=0)
+    assert stored(log) == 0

@@ -16,12 +16,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
+from objectlog.clients.delivery import Delivery, PendingRecord, RecordFuture
 from objectlog.clock import Clock, SystemClock
 from objectlog.errors import (
     InvalidRequest,
@@ -29,26 +30,25 @@ from objectlog.errors import (
     ProducerClosed,
     StorageUnavailable,
     UnknownOutcome,
-    UnknownPartition,
 )
-from objectlog.format.partitioner import (
-    StickyPartitioner,
-    partition_for_key,
-    partitions_for_key_array,
-)
+from objectlog.format.partitioner import StickyPartitioner, partition_for_key
 from objectlog.format.records import (
-    Headers,
     HeadersInput,
     RecordMetadata,
     check_record_size,
-    check_record_sizes,
     normalize_headers,
     record_size,
-    record_sizes,
+    to_bytes,
 )
-from objectlog.format.segment import HEADER_TYPE, slice_table
+from objectlog.format.segment import slice_table
 from objectlog.format.topics import LOG_APPEND_TIME, Topic, validate_topic_name
 from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch
+from objectlog.services.columnar import (
+    assign_partitions,
+    check_partition,
+    table_batches,
+    table_columns,
+)
 
 
 class BatchAppender(Protocol):
@@ -79,18 +79,6 @@ logger = logging.getLogger(__name__)
 RECORD_OVERHEAD = 64  # bytes a record costs beyond key and value, for batch accounting
 
 
-class PendingRecord(NamedTuple):
-    """A record send() queued, as the sender reads it when it flushes."""
-
-    topic: str
-    partition: int | None
-    key: bytes | None
-    value: bytes | None
-    headers: Headers | None
-    timestamp_ms: int
-    position: int  # its index in its delivery: where its future finds its outcome
-
-
 # send() builds a PendingRecord per record: tuple.__new__ does it at half the cost of the
 # NamedTuple's own __new__ (a Python function), on the path the benchmark holds to confluent's.
 _new_tuple = tuple.__new__
@@ -98,64 +86,6 @@ _new_tuple = tuple.__new__
 
 def new_producer_id() -> str:
     return secrets.token_hex(5)
-
-
-class RecordFuture:
-    """The outcome of one send(): result() blocks until the record is acknowledged.
-
-    It holds only its delivery and position (send() creates one per record, so it stays
-    small); the sender writes outcomes into the delivery.
-    """
-
-    __slots__ = ("_delivery", "_position")
-
-    def __init__(self, delivery: _Delivery, position: int) -> None:
-        self._delivery = delivery
-        self._position = position
-
-    def done(self) -> bool:
-        return self._delivery.event.is_set()
-
-    def result(self, timeout: float | None = None) -> RecordMetadata:
-        delivery = self._delivery
-        if not delivery.event.wait(timeout):
-            raise TimeoutError("record not acknowledged within the timeout")
-        error = delivery.errors.get(self._position)
-        if error is not None:
-            raise error
-        return delivery.metadata[self._position]
-
-    get = result  # kafka-python's name
-
-    def exception(self, timeout: float | None = None) -> ObjectLogError | None:
-        self._delivery.event.wait(timeout)
-        return self._delivery.errors.get(self._position)
-
-    def add_done_callback(self, callback: Callable[[RecordFuture], Any]) -> None:
-        delivery = self._delivery
-        with delivery.lock:
-            if not delivery.event.is_set():
-                delivery.callbacks.append((self, callback))
-                return
-        callback(self)
-
-
-@dataclass
-class _Delivery:
-    """Records queued between two flushes; one event wakes all their futures."""
-
-    records: list[PendingRecord] = field(default_factory=list)
-    bytes: int = 0
-    # send() takes its slow path when bytes would pass this: -1 until the first record.
-    limit: int = -1
-    metadata: list[RecordMetadata] = field(default_factory=list)
-    errors: dict[int, ObjectLogError] = field(default_factory=dict)
-    callbacks: list[tuple[RecordFuture, Callable[[RecordFuture], Any]]] = field(
-        default_factory=list
-    )
-    first_at: float = 0.0
-    event: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass(frozen=True)
@@ -200,9 +130,9 @@ class Producer:
         self._commit_lock = threading.Lock()
         self._wake = threading.Event()
         self._drained = threading.Condition(self._lock)
-        self._delivery = _Delivery()
-        self._ready: deque[_Delivery] = deque()  # full deliveries, oldest first
-        self._sending: _Delivery | None = None  # the last one the sender took
+        self._delivery = Delivery()
+        self._ready: deque[Delivery] = deque()  # full deliveries, oldest first
+        self._sending: Delivery | None = None  # the last one the sender took
         self._flush_now = False
         self._closed = False
         self._known_topics: set[str] = set()
@@ -249,13 +179,13 @@ class Producer:
         headers: HeadersInput,
         partition: int | None,
         timestamp_ms: int | None,
-    ) -> tuple[_Delivery, int]:
+    ) -> tuple[Delivery, int]:
         if topic not in self._known_topics:
             self._known_topics.add(validate_topic_name(topic))
         if type(value) is not bytes and value is not None:
-            value = _as_bytes(value, "value")
+            value = to_bytes(value, "value")
         if type(key) is not bytes and key is not None:
-            key = _as_bytes(key, "key")
+            key = to_bytes(key, "key")
         if headers:
             headers = normalize_headers(headers)
         if partition is not None and (type(partition) is not int or partition < 0):
@@ -280,7 +210,7 @@ class Producer:
             delivery.bytes += size
         return delivery, position
 
-    def _admit(self, size: int) -> _Delivery:
+    def _admit(self, size: int) -> Delivery:
         """The rare cases of send(), under the lock: closed, a first record, a full batch.
 
         A full batch is queued and replaced before waiting for buffer room, so senders on other
@@ -298,7 +228,7 @@ class Producer:
             if delivery.bytes + size <= delivery.limit:
                 return delivery  # another thread made room while we waited
             self._ready.append(delivery)
-            self._delivery = _Delivery()
+            self._delivery = Delivery()
             self._wake.set()
             self._wait_for_room(size)
 
@@ -348,75 +278,26 @@ class Producer:
         or timestamp), ``headers`` (list<struct<key string, value binary>>) optional.
         """
         info = self.log.topic(topic)
-        columns = _batch_columns(table)
-        count = table.num_rows
-        partitions = self._table_partitions(info, columns, count, partition)
-        order = np.argsort(partitions, kind="stable")
-        sorted_partitions = partitions[order]
-        bounds = np.flatnonzero(np.diff(sorted_partitions)) + 1
-        groups = np.split(order, bounds)
-        now = self.clock.now_ms()
-        timestamps = columns.get("timestamp")
-        batches = []
-        for indexes in groups:
-            if not len(indexes):
-                continue
-            take = pa.array(indexes)
-            part = int(partitions[indexes[0]])
-            ts = (
-                pa.array(np.full(len(indexes), now, dtype=np.int64))
-                if timestamps is None
-                or info.config.get("message.timestamp.type") == LOG_APPEND_TIME
-                else timestamps.take(take)
+        columns, explicit = table_columns(table)
+        if partition is not None:
+            check_partition(info, partition)
+            partitions = np.full(len(columns), partition, dtype=np.int64)
+        else:
+            partitions = assign_partitions(
+                info,
+                columns.keys,
+                explicit,
+                lambda _: self.sticky.partition(info.name, info.partitions),
             )
-            batches.append(
-                PartitionBatch(
-                    info,
-                    part,
-                    slice_table(
-                        topic,
-                        part,
-                        columns["key"].take(take),
-                        columns["value"].take(take),
-                        ts,
-                        info.config.timestamp_type,
-                        columns["headers"].take(take) if "headers" in columns else None,
-                    ),
-                )
-            )
-        check_record_sizes(
-            info, record_sizes(columns["key"], columns["value"], columns.get("headers"))
-        )
-        outcomes = self._append(batches)
-        offsets = np.empty(count, dtype=np.int64)
-        for outcome, indexes in zip(outcomes, [g for g in groups if len(g)], strict=True):
+        groups = table_batches(info, columns, partitions, self.clock.now_ms())
+        outcomes = self._append([batch for _, batch in groups])
+        offsets = np.empty(len(columns), dtype=np.int64)
+        for outcome, (rows, _) in zip(outcomes, groups, strict=True):
             if outcome.error is not None:
                 raise outcome.error
             assert outcome.base_offset is not None
-            offsets[indexes] = outcome.base_offset + np.arange(len(indexes))
+            offsets[rows] = outcome.base_offset + np.arange(len(rows))
         return BatchResult(topic, partitions, offsets)
-
-    def _table_partitions(
-        self, info: Topic, columns: dict[str, pa.Array], count: int, partition: int | None
-    ) -> np.ndarray:
-        if partition is not None:
-            _check_partition(info, partition)
-            return np.full(count, partition, dtype=np.int64)
-        if "partition" in columns:
-            parts = columns["partition"].to_numpy(zero_copy_only=False).astype(np.int64)
-            if count and (parts.min() < 0 or parts.max() >= info.partitions):
-                raise UnknownPartition(
-                    f"partition column has values outside 0..{info.partitions - 1}",
-                    field="partition",
-                )
-            return parts
-        keys = columns["key"]
-        if keys.null_count == count:
-            return np.full(count, self.sticky.partition(info.name, info.partitions), dtype=np.int64)
-        result = partitions_for_key_array(keys, info.partitions)
-        if keys.null_count:
-            result[result < 0] = self.sticky.partition(info.name, info.partitions)
-        return result
 
     # ---- the sender thread -------------------------------------------------------------
 
@@ -449,7 +330,7 @@ class Producer:
             finally:
                 self._settle_delivery(delivery)
 
-    def _next_delivery(self) -> _Delivery | None:
+    def _next_delivery(self) -> Delivery | None:
         while True:
             with self._lock:
                 if self._ready:
@@ -464,7 +345,7 @@ class Producer:
                         or delivery.bytes >= self.batch_bytes
                         or waited >= self.linger_s
                     ):
-                        self._delivery = _Delivery()
+                        self._delivery = Delivery()
                         self._flush_now = False
                         self._sending = delivery
                         return delivery
@@ -476,7 +357,7 @@ class Producer:
                 self._wake.clear()
             self._wake.wait(timeout)
 
-    def _settle_delivery(self, delivery: _Delivery) -> None:
+    def _settle_delivery(self, delivery: Delivery) -> None:
         with self._lock:
             self._drained.notify_all()
         with delivery.lock:
@@ -490,7 +371,7 @@ class Producer:
             except Exception:
                 logger.exception("a send() callback raised")
 
-    def _deliver(self, delivery: _Delivery) -> None:
+    def _deliver(self, delivery: Delivery) -> None:
         groups: dict[tuple[str, int], list[PendingRecord]] = {}
         topics: dict[str, Topic] = {}
         for record in delivery.records:
@@ -513,7 +394,7 @@ class Producer:
     def _partition_of(self, info: Topic, record: PendingRecord) -> int:
         partition, key = record.partition, record.key
         if partition is not None:
-            _check_partition(info, partition)
+            check_partition(info, partition)
             return int(partition)
         if key is not None:
             return partition_for_key(key, info.partitions)
@@ -573,7 +454,7 @@ class Producer:
 
     @staticmethod
     def _settle_records(
-        delivery: _Delivery, outcome: AppendOutcome, records: list[PendingRecord]
+        delivery: Delivery, outcome: AppendOutcome, records: list[PendingRecord]
     ) -> None:
         """Write each record's outcome at its position in the delivery."""
         if outcome.error is not None:
@@ -593,48 +474,3 @@ class Producer:
 
 def _metadata_or_none(future: RecordFuture) -> RecordMetadata | None:
     return None if future.exception() is not None else future.result()
-
-
-def _as_bytes(value: object, field: str) -> bytes:
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, bytearray | memoryview):
-        return bytes(value)
-    raise InvalidRequest(
-        f"{field} must be bytes, str or None, not {type(value).__name__}", field=field
-    )
-
-
-def _check_partition(info: Topic, partition: int) -> None:
-    if not 0 <= partition < info.partitions:
-        raise UnknownPartition(
-            f"topic {info.name!r} has {info.partitions} partitions; "
-            f"there is no partition {partition}",
-            field="partition",
-        )
-
-
-def _batch_columns(table: pa.Table) -> dict[str, pa.Array]:
-    if "value" not in table.column_names:
-        raise InvalidRequest("a record batch needs a 'value' column", field="value")
-    columns: dict[str, pa.Array] = {}
-    for name in table.column_names:
-        column = table.column(name).combine_chunks()
-        if name in ("key", "value"):
-            column = column.cast(pa.binary())
-        elif name == "timestamp":
-            column = (
-                column.cast(pa.int64())
-                if pa.types.is_integer(column.type)
-                else column.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())
-            )
-        elif name == "headers":
-            column = column.cast(HEADER_TYPE)
-        elif name == "partition":
-            column = column.cast(pa.int64())
-        else:
-            raise InvalidRequest(f"unknown column {name!r} in record batch", field=name)
-        columns[name] = column
-    if "key" not in columns:
-        columns["key"] = pa.nulls(table.num_rows, pa.binary())
-    return columns
