@@ -287,7 +287,7 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     results = alternate(rounds, {**sides, "ours": ours_counted})
     counts = tally.counts
     bench.facts["floor"], bench.facts["own"] = floor, own
-    stats = {k: getattr(producer.stats, k) - v for k, v in before.items() if k != "extra"}
+    stats = {k: getattr(producer.stats, k) - v for k, v in before.items()}
     producer.close()
 
     mib = flushes * RECORDS_PER_FLUSH * RECORD_BYTES / MIB

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
+from objectlog.clients.producer import RecordFuture
 from objectlog.errors import ErrorKind
 
 OK = "ok"
@@ -32,7 +32,7 @@ class Produce:
 
     @classmethod
     def of(
-        cls, client: str, partition: int, value: bytes, future: Any, timeout: float = 120
+        cls, client: str, partition: int, value: bytes, future: RecordFuture, timeout: float = 120
     ) -> Produce:
         """What the client was told about a send to partition: a RecordFuture's outcome."""
         error = future.exception(timeout=timeout)
