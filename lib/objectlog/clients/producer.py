@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from objectlog.clients.delivery import Delivery, PendingRecord, RecordFuture
+from objectlog.clients.delivery import Delivery, RecordFuture
 from objectlog.clock import Clock, SystemClock
 from objectlog.errors import (
     InvalidRequest,
@@ -77,11 +77,6 @@ class ProducerHost(Protocol):
 
 logger = logging.getLogger(__name__)
 RECORD_OVERHEAD = 64  # bytes a record costs beyond key and value, for batch accounting
-
-
-# send() builds a PendingRecord per record: tuple.__new__ does it at half the cost of the
-# NamedTuple's own __new__ (a Python function), on the path the benchmark holds to confluent's.
-_new_tuple = tuple.__new__
 
 
 def new_producer_id() -> str:
@@ -186,8 +181,7 @@ class Producer:
             value = to_bytes(value, "value")
         if type(key) is not bytes and key is not None:
             key = to_bytes(key, "key")
-        if headers:
-            headers = normalize_headers(headers)
+        pairs = normalize_headers(headers) if headers else None
         if partition is not None and (type(partition) is not int or partition < 0):
             raise InvalidRequest("partition must be a non-negative int", field="partition")
         if timestamp_ms is None:
@@ -199,14 +193,13 @@ class Producer:
             delivery = self._delivery
             if delivery.bytes + size > delivery.limit:
                 delivery = self._admit(size)  # first record, full batch, or closed
-            records = delivery.records
-            position = len(records)
-            records.append(
-                _new_tuple(
-                    PendingRecord,
-                    (topic, partition, key, value, headers or None, timestamp_ms, position),
-                )
-            )
+            position = len(delivery.topics)
+            delivery.topics.append(topic)
+            delivery.partitions.append(partition)
+            delivery.keys.append(key)
+            delivery.values.append(value)
+            delivery.headers.append(pairs or None)
+            delivery.timestamps.append(timestamp_ms)
             delivery.bytes += size
         return delivery, position
 
@@ -220,7 +213,7 @@ class Producer:
             if self._closed:
                 raise ProducerClosed("the producer is closed")
             delivery = self._delivery
-            if not delivery.records:
+            if not delivery.count:
                 delivery.limit = self.batch_bytes
                 delivery.first_at = time.monotonic()
                 self._wake.set()
@@ -235,7 +228,7 @@ class Producer:
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait until it is acknowledged (or failed)."""
         with self._lock:
-            if self._delivery.records:
+            if self._delivery.count:
                 delivery = self._delivery  # the sender takes full ones first, then this
                 self._flush_now = True
             elif self._ready:
@@ -317,7 +310,7 @@ class Producer:
             delivery = self._next_delivery()
             if delivery is None:
                 return
-            delivery.metadata = [None] * len(delivery.records)  # type: ignore[list-item]
+            delivery.metadata = [None] * delivery.count  # type: ignore[list-item]
             try:
                 self._deliver(delivery)
             except Exception as e:  # never let the sender die silently
@@ -325,7 +318,7 @@ class Producer:
                 error = (
                     e if isinstance(e, ObjectLogError) else UnknownOutcome(f"sender failed: {e}")
                 )
-                for position in range(len(delivery.records)):
+                for position in range(delivery.count):
                     delivery.errors[position] = error
             finally:
                 self._settle_delivery(delivery)
@@ -337,7 +330,7 @@ class Producer:
                     delivery = self._sending = self._ready.popleft()
                     return delivery
                 delivery = self._delivery
-                if delivery.records:
+                if delivery.count:
                     waited = time.monotonic() - delivery.first_at
                     if (
                         self._flush_now
@@ -372,27 +365,30 @@ class Producer:
                 logger.exception("a send() callback raised")
 
     def _deliver(self, delivery: Delivery) -> None:
-        groups: dict[tuple[str, int], list[PendingRecord]] = {}
+        groups: dict[tuple[str, int], list[int]] = {}  # (topic, partition) -> positions
         topics: dict[str, Topic] = {}
-        for record in delivery.records:
-            topic_name = record.topic
+        values, headers = delivery.values, delivery.headers
+        for position, (topic_name, partition, key) in enumerate(
+            zip(delivery.topics, delivery.partitions, delivery.keys, strict=True)
+        ):
             try:
                 info = topics.get(topic_name) or self.log.topic(topic_name)
                 topics[topic_name] = info
-                partition = self._partition_of(info, record)
-                check_record_size(info, record_size(record.key, record.value, record.headers))
+                chosen = self._partition_of(info, partition, key)
+                check_record_size(info, record_size(key, values[position], headers[position]))
             except ObjectLogError as e:
-                delivery.errors[record.position] = e
+                delivery.errors[position] = e
                 continue
-            groups.setdefault((topic_name, partition), []).append(record)
+            groups.setdefault((topic_name, chosen), []).append(position)
         self.sticky.next_batch()
-        batches = [self._batch(topics[t], p, records) for (t, p), records in groups.items()]
+        batches = [
+            self._batch(topics[t], p, delivery, positions) for (t, p), positions in groups.items()
+        ]
         outcomes = self._append(batches)
-        for outcome, records in zip(outcomes, groups.values(), strict=True):
-            self._settle_records(delivery, outcome, records)
+        for outcome, positions in zip(outcomes, groups.values(), strict=True):
+            self._settle_records(delivery, outcome, positions)
 
-    def _partition_of(self, info: Topic, record: PendingRecord) -> int:
-        partition, key = record.partition, record.key
+    def _partition_of(self, info: Topic, partition: int | None, key: bytes | None) -> int:
         if partition is not None:
             check_partition(info, partition)
             return int(partition)
@@ -400,23 +396,28 @@ class Producer:
             return partition_for_key(key, info.partitions)
         return self.sticky.partition(info.name, info.partitions)
 
-    def _batch(self, info: Topic, partition: int, records: list[PendingRecord]) -> PartitionBatch:
-        log_append = info.config.get("message.timestamp.type") == LOG_APPEND_TIME
-        now = self.clock.now_ms()
-        headers = [
-            [{"key": k, "value": v} for k, v in r.headers] if r.headers else [] for r in records
-        ]
+    def _batch(
+        self, info: Topic, partition: int, delivery: Delivery, positions: list[int]
+    ) -> PartitionBatch:
+        keys, values, headers = delivery.keys, delivery.values, delivery.headers
+        if info.config.get("message.timestamp.type") == LOG_APPEND_TIME:
+            timestamps = [self.clock.now_ms()] * len(positions)
+        else:
+            timestamps = [delivery.timestamps[i] for i in positions]
+        pairs = None
+        if any(headers[i] for i in positions):
+            pairs = [[{"key": k, "value": v} for k, v in headers[i] or ()] for i in positions]
         return PartitionBatch(
             info,
             partition,
             slice_table(
                 info.name,
                 partition,
-                [r.key for r in records],
-                [r.value for r in records],
-                [now if log_append else r.timestamp_ms for r in records],
+                [keys[i] for i in positions],
+                [values[i] for i in positions],
+                timestamps,
                 info.config.timestamp_type,
-                headers if any(headers) else None,
+                pairs,
             ),
         )
 
@@ -453,23 +454,19 @@ class Producer:
         return self._sequences.get(key, 0)
 
     @staticmethod
-    def _settle_records(
-        delivery: Delivery, outcome: AppendOutcome, records: list[PendingRecord]
-    ) -> None:
+    def _settle_records(delivery: Delivery, outcome: AppendOutcome, positions: list[int]) -> None:
         """Write each record's outcome at its position in the delivery."""
         if outcome.error is not None:
-            for record in records:
-                delivery.errors[record.position] = outcome.error
+            for position in positions:
+                delivery.errors[position] = outcome.error
             return
         assert outcome.base_offset is not None
         batch = outcome.batch
         topic, partition, base = batch.topic.name, batch.partition, outcome.base_offset
         timestamps = batch.table.column("timestamp").cast(pa.int64()).to_pylist()
         metadata = delivery.metadata
-        for index, record in enumerate(records):
-            metadata[record.position] = RecordMetadata(
-                topic, partition, base + index, timestamps[index]
-            )
+        for index, position in enumerate(positions):
+            metadata[position] = RecordMetadata(topic, partition, base + index, timestamps[index])
 
 
 def _metadata_or_none(future: RecordFuture) -> RecordMetadata | None:
