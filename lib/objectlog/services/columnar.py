@@ -114,6 +114,8 @@ def assign_partitions(
     """Each row's partition: ``explicit`` where given (not null), else murmur2 of the key,
     else ``null_keys(n)`` for the n rows left (one partition for all, or one each)."""
     count = len(keys)
+    if explicit is None and not keys.null_count:
+        return partitions_for_key_array(keys, info.partitions)  # the common case, at once
     result = np.full(count, -1, dtype=np.int64)
     if explicit is not None:
         given = explicit.cast(pa.int64())
