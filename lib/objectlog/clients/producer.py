@@ -267,8 +267,10 @@ class Producer:
     def send_table(self, topic: str, table: pa.Table, partition: int | None = None) -> BatchResult:
         """Produce a pyarrow Table of records synchronously, without Python objects per row.
 
-        Columns: ``value`` (binary, required); ``key``, ``partition``, ``timestamp`` (int64 ms
-        or timestamp), ``headers`` (list<struct<key string, value binary>>) optional.
+        Columns: ``value`` (binary, required); ``key``, ``partition`` (a null one: chosen as if
+        absent), ``timestamp`` (int64 ms or timestamp), ``headers`` (list<struct<key string,
+        value binary>>) optional. The rows take the columnar path the Spark sink takes
+        (services.columnar); a record over max.message.bytes fails the whole table.
         """
         info = self.log.topic(topic)
         columns, explicit = table_columns(table)
