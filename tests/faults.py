@@ -1,4 +1,5 @@
-"""Checks over workload histories; the fault injector itself is objectlog.tools.verify.faults."""
+"""Workload checks for the tests, through the verify checker (objectlog.tools.verify.checker);
+the fault injector itself is objectlog.tools.verify.faults."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from objectlog.clients.producer import RecordFuture
-from objectlog.errors import ErrorKind
-from objectlog.format.records import RecordMetadata
+from objectlog.tools.verify import checker
+from objectlog.tools.verify.checker import FinalState
 from objectlog.tools.verify.faults import (  # noqa: F401  (re-exported for the tests)
     DYNAMODB_THROTTLING,
     Fault,
@@ -24,27 +25,23 @@ from objectlog.tools.verify.faults import (  # noqa: F401  (re-exported for the 
     on_partition,
     spills,
 )
+from objectlog.tools.verify.history import History, Produce
 
-# ---- checks ------------------------------------------------------------------------------
+# ---- checks: the verify workload's checker (objectlog.tools.verify.checker) ----------------
 
 
 def read_partition(
     log: Any, topic: str, partition: int = 0, *, max_records: int | None = None
 ) -> list[bytes | None]:
     """Every value of the partition read back from offset 0 (so a value's index is its offset),
-    checking that each fetch returns consecutive offsets from where it was asked and that the
-    reads end exactly at the high watermark."""
-    values: list[bytes | None] = []
-    offset = 0
-    while True:
-        result = log.fetch(topic, partition, offset, max_records=max_records)
-        offsets = [record.offset for record in result.records]
-        assert offsets == list(range(offset, offset + len(offsets))), (offset, offsets)
-        if not offsets:
-            assert offset == result.high_watermark, (offset, result.high_watermark)
-            return values
-        values.extend(record.value for record in result.records)
-        offset = result.next_offset
+    checked by the verify checker: the reads return every offset from 0 to the high watermark
+    once, in order (no unexplained gap)."""
+    rows, high_watermark = checker.read_partition(log, topic, partition, max_records=max_records)
+    verdict = checker.check_log(
+        FinalState({partition: rows}, {partition: 0}, {partition: high_watermark})
+    )
+    assert verdict.ok, dict(verdict.examples)
+    return [value for _, value in rows]
 
 
 @dataclass
@@ -56,42 +53,25 @@ class Sent:
     value: bytes
     future: RecordFuture
 
-    @property
-    def metadata(self) -> RecordMetadata | None:
-        return None if self.future.exception(timeout=60) else self.future.result()
+    def produce(self) -> Produce:
+        """This send as the verify history records one."""
+        return Produce.of(str(self.writer), self.partition, self.value, self.future, timeout=60)
 
 
 def check_history(log: Any, topic: str, partitions: int, history: list[Sent]) -> None:
-    """Invariants 1, 2 and 4 over a whole workload (every value sent once, so unique),
-    checked against a read of each partition from offset 0.
+    """The verify checker over a whole workload (every value sent once, so unique), against a
+    read of each partition from offset 0 in steps of 50 records.
 
-    Acknowledged records are readable exactly once, at their offset; refused ones ("nothing
-    changed") are not readable; unknown ones are readable at most once; each writer's
-    acknowledged records keep their send order.
+    Acknowledged records are readable exactly once, at the partition they were sent to and the
+    offset they were given; refused ones ("nothing changed") are not readable; unknown ones are
+    readable at most once; every record read was sent; each writer's acknowledged records on a
+    partition keep their send order; the reads cover every offset up to the high watermark.
     """
-    stored = {p: read_partition(log, topic, p, max_records=50) for p in range(partitions)}
-    positions: dict[bytes | None, list[tuple[int, int]]] = {}
-    for partition, values in stored.items():
-        for offset, value in enumerate(values):
-            positions.setdefault(value, []).append((partition, offset))
-    for sent in history:
-        where = positions.get(sent.value, [])
-        error = sent.future.exception(timeout=60)
-        if error is None:
-            metadata = sent.future.result()
-            assert where == [(metadata.partition, metadata.offset)], (sent, where)
-            assert metadata.partition == sent.partition
-        elif error.kind is ErrorKind.UNKNOWN_OUTCOME:
-            assert len(where) <= 1, (sent, error, where)
-        else:
-            assert where == [], (sent, error, where)
-    everything = {s.value for s in history}
-    assert all(value in everything for values in stored.values() for value in values)
-    for writer in {s.writer for s in history}:
-        for partition in range(partitions):
-            acked = [
-                md.offset
-                for s in history
-                if s.writer == writer and s.partition == partition and (md := s.metadata)
-            ]
-            assert acked == sorted(acked), f"writer {writer} reordered on partition {partition}"
+    reads = {p: checker.read_partition(log, topic, p, max_records=50) for p in range(partitions)}
+    final = FinalState(
+        partitions={p: rows for p, (rows, _) in reads.items()},
+        log_start=dict.fromkeys(reads, 0),
+        high_watermark={p: high_watermark for p, (_, high_watermark) in reads.items()},
+    )
+    verdict = checker.check(History(produces=[sent.produce() for sent in history]), final)
+    assert verdict.ok, dict(verdict.examples)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 ENV_BUCKET = "OBJECTLOG_BUCKET"
 ENV_TABLE = "OBJECTLOG_TABLE"
@@ -19,7 +19,6 @@ ENV_DELETE_GRACE_MS = "OBJECTLOG_DELETE_GRACE_MS"
 DEFAULT_BUCKET = "objectlog"
 DEFAULT_TABLE = "objectlog"
 DEFAULT_REGION = "us-east-1"
-EMBEDDED_ENDPOINT = "http://127.0.0.1:4566"
 
 LOOPBACK_HOSTS = ("127.", "localhost", "[::1]")
 
@@ -41,7 +40,6 @@ class Config:
     read_timeout_s: float = 30.0
     # Replaced objects stay readable this long before GC may delete them (file.delete.delay.ms).
     delete_grace_ms: int = 60_000
-    extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Config:

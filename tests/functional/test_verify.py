@@ -48,10 +48,14 @@ def test_the_checker_finds_every_anomaly() -> None:
     """Each anomaly planted once in a history that is otherwise clean."""
     history = History()
     log = [(0, b"a"), (1, b"b"), (2, b"b"), (4, b"d")]  # b twice; offset 3 missing
+    log += [(5, b"e"), (6, b"f"), (7, b"g"), (8, b"z")]  # nobody sent z: unknown value
     history.add_produce(Produce("p", 0, b"a", OK, 0))
     history.add_produce(Produce("p", 0, b"b", UNKNOWN))
     history.add_produce(Produce("p", 0, b"c", OK, 3))  # acknowledged, not in the log: lost
     history.add_produce(Produce("p", 0, b"d", FAILED, None, "StorageUnavailable"))  # readable
+    history.add_produce(Produce("q", 0, b"f", OK, 6))
+    history.add_produce(Produce("q", 0, b"e", OK, 5))  # q's later send got the lower offset
+    history.add_produce(Produce("r", 0, b"g", OK, 7, sent_to=1))  # sent to 1, landed on 0
     history.add_poll(Poll("m", 0, ((0, 0, b"a"), (0, 1, b"x"))))  # offset 1 was b: inconsistent
     history.add_poll(Poll("m", 0, ((0, 0, b"a"),)))  # went back while owning: non-monotonic
     history.add_committed(CommittedSample(0, 2))
@@ -61,10 +65,13 @@ def test_the_checker_finds_every_anomaly() -> None:
     verdict = check(history, state)
     assert verdict.counts == {
         "lost": 1,
+        "wrong partition": 1,
         "duplicate": 1,
         "inconsistent offset": 1,
         "unexplained gap": 1,
         "aborted read": 1,
+        "unknown value": 1,
+        "non-monotonic send": 1,
         "non-monotonic": 1,
         "committed backwards": 1,
         "skipped": 1,
@@ -75,7 +82,7 @@ def test_the_checker_finds_every_anomaly() -> None:
 
 def test_the_checker_accepts_a_clean_history() -> None:
     history = History()
-    history.add_produce(Produce("p", 0, b"a", OK, 0))
+    history.add_produce(Produce("p", 0, b"a", OK, 0, sent_to=0))
     history.add_produce(Produce("p", 0, b"b", UNKNOWN))  # unknown: may be readable
     history.add_produce(Produce("p", 0, b"c", UNKNOWN))  # unknown: may be missing
     history.add_poll(Poll("m", 0, ((0, 0, b"a"), (0, 1, b"b"))))

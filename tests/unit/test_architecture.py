@@ -36,8 +36,6 @@ AWS_SDKS = ("botocore", "aioboto3", "aiobotocore", "boto3")
 SDK_ALLOWED = {"objectlog.adapters"}
 # module -> why it may pass 500 lines (each a candidate to split next)
 LONG_MODULES: dict[str, str] = {
-    "objectlog.clients.producer": "send(), the columnar send_table() and the sender thread "
-    "share the batching state",
     "objectlog.clients.consumer": "poll, fetch-ahead, commits and rebalance callbacks share "
     "the member's position state",
 }

@@ -16,32 +16,39 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from objectlog.clients.delivery import Delivery, RecordFuture
 from objectlog.clients.values import BatchResult
+from objectlog.clock import Clock, SystemClock
 from objectlog.errors import (
     InvalidRequest,
     ObjectLogError,
     ProducerClosed,
-    RecordTooLarge,
     StorageUnavailable,
     UnknownOutcome,
-    UnknownPartition,
 )
-from objectlog.format.partitioner import (
-    StickyPartitioner,
-    partition_for_key,
-    partitions_for_key_array,
+from objectlog.format.partitioner import StickyPartitioner, partition_for_key
+from objectlog.format.records import (
+    HeadersInput,
+    RecordMetadata,
+    check_record_size,
+    normalize_headers,
+    record_size,
+    to_bytes,
 )
-from objectlog.format.records import HeadersInput, RecordMetadata, normalize_headers
-from objectlog.format.segment import HEADER_TYPE, slice_table
+from objectlog.format.segment import slice_table
 from objectlog.format.topics import LOG_APPEND_TIME, Topic, validate_topic_name
 from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch
+from objectlog.services.columnar import (
+    assign_partitions,
+    check_partition,
+    table_batches,
+    table_columns,
+)
 
 
 class BatchAppender(Protocol):
@@ -76,62 +83,6 @@ def new_producer_id() -> str:
     return secrets.token_hex(5)
 
 
-class RecordFuture:
-    """The outcome of one send(): result() blocks until the record is acknowledged.
-
-    It holds only its delivery and position (send() creates one per record, so it stays
-    small); the sender writes outcomes into the delivery.
-    """
-
-    __slots__ = ("_delivery", "_position")
-
-    def __init__(self, delivery: _Delivery, position: int) -> None:
-        self._delivery = delivery
-        self._position = position
-
-    def done(self) -> bool:
-        return self._delivery.event.is_set()
-
-    def result(self, timeout: float | None = None) -> RecordMetadata:
-        delivery = self._delivery
-        if not delivery.event.wait(timeout):
-            raise TimeoutError("record not acknowledged within the timeout")
-        error = delivery.errors.get(self._position)
-        if error is not None:
-            raise error
-        return delivery.metadata[self._position]
-
-    get = result  # kafka-python's name
-
-    def exception(self, timeout: float | None = None) -> ObjectLogError | None:
-        self._delivery.event.wait(timeout)
-        return self._delivery.errors.get(self._position)
-
-    def add_done_callback(self, callback: Callable[[RecordFuture], Any]) -> None:
-        delivery = self._delivery
-        with delivery.lock:
-            if not delivery.event.is_set():
-                delivery.callbacks.append((self, callback))
-                return
-        callback(self)
-
-
-@dataclass
-class _Delivery:
-    """Records queued between two flushes; one event wakes all their futures."""
-
-    records: list[tuple[Any, ...]] = field(default_factory=list)
-    bytes: int = 0
-    # send() takes its slow path when bytes would pass this: -1 until the first record.
-    limit: int = -1
-    metadata: list[RecordMetadata] = field(default_factory=list)
-    errors: dict[int, ObjectLogError] = field(default_factory=dict)
-    callbacks: list[tuple[RecordFuture, Callable[[RecordFuture], Any]]] = field(
-        default_factory=list
-    )
-    first_at: float = 0.0
-    event: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Producer:
@@ -145,10 +96,15 @@ class Producer:
         compression: str = "none",
         buffer_memory: int = 64 << 20,
         max_block_ms: int = 60_000,
+        clock: Clock | None = None,
     ) -> None:
+        """``clock`` stamps records sent without a timestamp (and every record of a
+        LogAppendTime topic): by default the log's (ObjectLog.clock), else the system's."""
         if batch_bytes <= 0 or linger_ms < 0:
             raise InvalidRequest("batch_bytes must be positive and linger_ms not negative")
         self.log = log
+        self.clock: Clock = clock or getattr(log, "clock", None) or SystemClock()
+        self._now_ms = self.clock.now_ms  # bound once: send() calls it per record
         self.linger_s = linger_ms / 1000
         self.batch_bytes = batch_bytes
         self.buffer_memory = max(buffer_memory, batch_bytes)
@@ -162,9 +118,9 @@ class Producer:
         self._commit_lock = threading.Lock()
         self._wake = threading.Event()
         self._drained = threading.Condition(self._lock)
-        self._delivery = _Delivery()
-        self._ready: deque[_Delivery] = deque()  # full deliveries, oldest first
-        self._sending: _Delivery | None = None  # the last one the sender took
+        self._delivery = Delivery()
+        self._ready: deque[Delivery] = deque()  # full deliveries, oldest first
+        self._sending: Delivery | None = None  # the last one the sender took
         self._flush_now = False
         self._closed = False
         self._known_topics: set[str] = set()
@@ -211,19 +167,18 @@ class Producer:
         headers: HeadersInput,
         partition: int | None,
         timestamp_ms: int | None,
-    ) -> tuple[_Delivery, int]:
+    ) -> tuple[Delivery, int]:
         if topic not in self._known_topics:
             self._known_topics.add(validate_topic_name(topic))
         if type(value) is not bytes and value is not None:
-            value = _as_bytes(value, "value")
+            value = to_bytes(value, "value")
         if type(key) is not bytes and key is not None:
-            key = _as_bytes(key, "key")
-        if headers:
-            headers = normalize_headers(headers)
+            key = to_bytes(key, "key")
+        pairs = normalize_headers(headers) if headers else None
         if partition is not None and (type(partition) is not int or partition < 0):
             raise InvalidRequest("partition must be a non-negative int", field="partition")
         if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000
+            timestamp_ms = self._now_ms()
         elif type(timestamp_ms) is not int or timestamp_ms < 0:
             raise InvalidRequest("timestamp_ms must be a non-negative int", field="timestamp")
         size = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
@@ -231,13 +186,17 @@ class Producer:
             delivery = self._delivery
             if delivery.bytes + size > delivery.limit:
                 delivery = self._admit(size)  # first record, full batch, or closed
-            records = delivery.records
-            position = len(records)
-            records.append((topic, partition, key, value, headers or None, timestamp_ms, position))
+            position = len(delivery.topics)
+            delivery.topics.append(topic)
+            delivery.partitions.append(partition)
+            delivery.keys.append(key)
+            delivery.values.append(value)
+            delivery.headers.append(pairs or None)
+            delivery.timestamps.append(timestamp_ms)
             delivery.bytes += size
         return delivery, position
 
-    def _admit(self, size: int) -> _Delivery:
+    def _admit(self, size: int) -> Delivery:
         """The rare cases of send(), under the lock: closed, a first record, a full batch.
 
         A full batch is queued and replaced before waiting for buffer room, so senders on other
@@ -247,7 +206,7 @@ class Producer:
             if self._closed:
                 raise ProducerClosed("the producer is closed")
             delivery = self._delivery
-            if not delivery.records:
+            if not delivery.count:
                 delivery.limit = self.batch_bytes
                 delivery.first_at = time.monotonic()
                 self._wake.set()
@@ -255,14 +214,14 @@ class Producer:
             if delivery.bytes + size <= delivery.limit:
                 return delivery  # another thread made room while we waited
             self._ready.append(delivery)
-            self._delivery = _Delivery()
+            self._delivery = Delivery()
             self._wake.set()
             self._wait_for_room(size)
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait until it is acknowledged (or failed)."""
         with self._lock:
-            if self._delivery.records:
+            if self._delivery.count:
                 delivery = self._delivery  # the sender takes full ones first, then this
                 self._flush_now = True
             elif self._ready:
@@ -301,90 +260,32 @@ class Producer:
     def send_table(self, topic: str, table: pa.Table, partition: int | None = None) -> BatchResult:
         """Produce a pyarrow Table of records synchronously, without Python objects per row.
 
-        Columns: ``value`` (binary, required); ``key``, ``partition``, ``timestamp`` (int64 ms
-        or timestamp), ``headers`` (list<struct<key string, value binary>>) optional.
+        Columns: ``value`` (binary, required); ``key``, ``partition`` (a null one: chosen as if
+        absent), ``timestamp`` (int64 ms or timestamp), ``headers`` (list<struct<key string,
+        value binary>>) optional. The rows take the columnar path the Spark sink takes
+        (services.columnar); a record over max.message.bytes fails the whole table.
         """
         info = self.log.topic(topic)
-        columns = _batch_columns(table)
-        count = table.num_rows
-        partitions = self._table_partitions(info, columns, count, partition)
-        order = np.argsort(partitions, kind="stable")
-        sorted_partitions = partitions[order]
-        bounds = np.flatnonzero(np.diff(sorted_partitions)) + 1
-        groups = np.split(order, bounds)
-        now = time.time_ns() // 1_000_000
-        timestamps = columns.get("timestamp")
-        batches = []
-        for indexes in groups:
-            if not len(indexes):
-                continue
-            take = pa.array(indexes)
-            part = int(partitions[indexes[0]])
-            ts = (
-                pa.array(np.full(len(indexes), now, dtype=np.int64))
-                if timestamps is None
-                or info.config.get("message.timestamp.type") == LOG_APPEND_TIME
-                else timestamps.take(take)
+        columns, explicit = table_columns(table)
+        if partition is not None:
+            check_partition(info, partition)
+            partitions = np.full(len(columns), partition, dtype=np.int64)
+        else:
+            partitions = assign_partitions(
+                info,
+                columns.keys,
+                explicit,
+                lambda _: self.sticky.partition(info.name, info.partitions),
             )
-            batches.append(
-                PartitionBatch(
-                    info,
-                    part,
-                    slice_table(
-                        topic,
-                        part,
-                        columns["key"].take(take),
-                        columns["value"].take(take),
-                        ts,
-                        info.config.timestamp_type,
-                        columns["headers"].take(take) if "headers" in columns else None,
-                    ),
-                )
-            )
-        self._check_sizes(info, columns["key"], columns["value"])
-        outcomes = self._append(batches)
-        offsets = np.empty(count, dtype=np.int64)
-        for outcome, indexes in zip(outcomes, [g for g in groups if len(g)], strict=True):
+        groups = table_batches(info, columns, partitions, self.clock.now_ms())
+        outcomes = self._append([batch for _, batch in groups])
+        offsets = np.empty(len(columns), dtype=np.int64)
+        for outcome, (rows, _) in zip(outcomes, groups, strict=True):
             if outcome.error is not None:
                 raise outcome.error
             assert outcome.base_offset is not None
-            offsets[indexes] = outcome.base_offset + np.arange(len(indexes))
+            offsets[rows] = outcome.base_offset + np.arange(len(rows))
         return BatchResult(topic, partitions, offsets)
-
-    def _table_partitions(
-        self, info: Topic, columns: dict[str, pa.Array], count: int, partition: int | None
-    ) -> np.ndarray:
-        if partition is not None:
-            _check_partition(info, partition)
-            return np.full(count, partition, dtype=np.int64)
-        if "partition" in columns:
-            parts = columns["partition"].to_numpy(zero_copy_only=False).astype(np.int64)
-            if count and (parts.min() < 0 or parts.max() >= info.partitions):
-                raise UnknownPartition(
-                    f"partition column has values outside 0..{info.partitions - 1}",
-                    field="partition",
-                )
-            return parts
-        keys = columns["key"]
-        if keys.null_count == count:
-            return np.full(count, self.sticky.partition(info.name, info.partitions), dtype=np.int64)
-        result = partitions_for_key_array(keys, info.partitions)
-        if keys.null_count:
-            result[result < 0] = self.sticky.partition(info.name, info.partitions)
-        return result
-
-    @staticmethod
-    def _check_sizes(info: Topic, keys: pa.Array, values: pa.Array) -> None:
-        sizes = pc.add(
-            pc.fill_null(pc.binary_length(keys), 0), pc.fill_null(pc.binary_length(values), 0)
-        )
-        largest = pc.max(sizes).as_py() if len(sizes) else 0
-        if largest and largest > info.config.max_message_bytes:
-            raise RecordTooLarge(
-                f"a record of {largest} bytes exceeds max.message.bytes "
-                f"({info.config.max_message_bytes}) of topic {info.name!r}",
-                field="value",
-            )
 
     # ---- the sender thread -------------------------------------------------------------
 
@@ -404,7 +305,7 @@ class Producer:
             delivery = self._next_delivery()
             if delivery is None:
                 return
-            delivery.metadata = [None] * len(delivery.records)  # type: ignore[list-item]
+            delivery.metadata = [None] * delivery.count  # type: ignore[list-item]
             try:
                 self._deliver(delivery)
             except Exception as e:  # never let the sender die silently
@@ -412,19 +313,19 @@ class Producer:
                 error = (
                     e if isinstance(e, ObjectLogError) else UnknownOutcome(f"sender failed: {e}")
                 )
-                for position in range(len(delivery.records)):
+                for position in range(delivery.count):
                     delivery.errors[position] = error
             finally:
                 self._settle_delivery(delivery)
 
-    def _next_delivery(self) -> _Delivery | None:
+    def _next_delivery(self) -> Delivery | None:
         while True:
             with self._lock:
                 if self._ready:
                     delivery = self._sending = self._ready.popleft()
                     return delivery
                 delivery = self._delivery
-                if delivery.records:
+                if delivery.count:
                     waited = time.monotonic() - delivery.first_at
                     if (
                         self._flush_now
@@ -432,7 +333,7 @@ class Producer:
                         or delivery.bytes >= self.batch_bytes
                         or waited >= self.linger_s
                     ):
-                        self._delivery = _Delivery()
+                        self._delivery = Delivery()
                         self._flush_now = False
                         self._sending = delivery
                         return delivery
@@ -444,7 +345,7 @@ class Producer:
                 self._wake.clear()
             self._wake.wait(timeout)
 
-    def _settle_delivery(self, delivery: _Delivery) -> None:
+    def _settle_delivery(self, delivery: Delivery) -> None:
         with self._lock:
             self._drained.notify_all()
         with delivery.lock:
@@ -458,51 +359,60 @@ class Producer:
             except Exception:
                 logger.exception("a send() callback raised")
 
-    def _deliver(self, delivery: _Delivery) -> None:
-        groups: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+    def _deliver(self, delivery: Delivery) -> None:
+        groups: dict[tuple[str, int], list[int]] = {}  # (topic, partition) -> positions
         topics: dict[str, Topic] = {}
-        for record in delivery.records:
-            topic_name = record[0]
+        values, headers = delivery.values, delivery.headers
+        for position, (topic_name, partition, key) in enumerate(
+            zip(delivery.topics, delivery.partitions, delivery.keys, strict=True)
+        ):
             try:
                 info = topics.get(topic_name) or self.log.topic(topic_name)
                 topics[topic_name] = info
-                partition = self._partition_of(info, record)
-                _check_record_size(info, record)
+                chosen = self._partition_of(info, partition, key)
+                check_record_size(info, record_size(key, values[position], headers[position]))
             except ObjectLogError as e:
-                delivery.errors[record[-1]] = e
+                delivery.errors[position] = e
                 continue
-            groups.setdefault((topic_name, partition), []).append(record)
+            groups.setdefault((topic_name, chosen), []).append(position)
         self.sticky.next_batch()
-        batches = [self._batch(topics[t], p, records) for (t, p), records in groups.items()]
+        batches = [
+            self._batch(topics[t], p, delivery, positions) for (t, p), positions in groups.items()
+        ]
         outcomes = self._append(batches)
-        for outcome, records in zip(outcomes, groups.values(), strict=True):
-            self._settle_records(delivery, outcome, records)
+        for outcome, positions in zip(outcomes, groups.values(), strict=True):
+            self._settle_records(delivery, outcome, positions)
 
-    def _partition_of(self, info: Topic, record: tuple[Any, ...]) -> int:
-        partition, key = record[1], record[2]
+    def _partition_of(self, info: Topic, partition: int | None, key: bytes | None) -> int:
         if partition is not None:
-            _check_partition(info, partition)
+            check_partition(info, partition)
             return int(partition)
         if key is not None:
             return partition_for_key(key, info.partitions)
         return self.sticky.partition(info.name, info.partitions)
 
-    @staticmethod
-    def _batch(info: Topic, partition: int, records: list[tuple[Any, ...]]) -> PartitionBatch:
-        log_append = info.config.get("message.timestamp.type") == LOG_APPEND_TIME
-        now = time.time_ns() // 1_000_000
-        headers = [[{"key": k, "value": v} for k, v in r[4]] if r[4] else [] for r in records]
+    def _batch(
+        self, info: Topic, partition: int, delivery: Delivery, positions: list[int]
+    ) -> PartitionBatch:
+        keys, values, headers = delivery.keys, delivery.values, delivery.headers
+        if info.config.get("message.timestamp.type") == LOG_APPEND_TIME:
+            timestamps = [self.clock.now_ms()] * len(positions)
+        else:
+            timestamps = [delivery.timestamps[i] for i in positions]
+        pairs = None
+        if any(headers[i] for i in positions):
+            pairs = [[{"key": k, "value": v} for k, v in headers[i] or ()] for i in positions]
         return PartitionBatch(
             info,
             partition,
             slice_table(
                 info.name,
                 partition,
-                [r[2] for r in records],
-                [r[3] for r in records],
-                [now if log_append else r[5] for r in records],
+                [keys[i] for i in positions],
+                [values[i] for i in positions],
+                timestamps,
                 info.config.timestamp_type,
-                headers if any(headers) else None,
+                pairs,
             ),
         )
 
@@ -539,80 +449,20 @@ class Producer:
         return self._sequences.get(key, 0)
 
     @staticmethod
-    def _settle_records(
-        delivery: _Delivery, outcome: AppendOutcome, records: list[tuple[Any, ...]]
-    ) -> None:
-        """Write each record's outcome at its position (the last field of its tuple)."""
+    def _settle_records(delivery: Delivery, outcome: AppendOutcome, positions: list[int]) -> None:
+        """Write each record's outcome at its position in the delivery."""
         if outcome.error is not None:
-            for record in records:
-                delivery.errors[record[-1]] = outcome.error
+            for position in positions:
+                delivery.errors[position] = outcome.error
             return
         assert outcome.base_offset is not None
         batch = outcome.batch
         topic, partition, base = batch.topic.name, batch.partition, outcome.base_offset
         timestamps = batch.table.column("timestamp").cast(pa.int64()).to_pylist()
         metadata = delivery.metadata
-        for index, record in enumerate(records):
-            metadata[record[-1]] = RecordMetadata(topic, partition, base + index, timestamps[index])
+        for index, position in enumerate(positions):
+            metadata[position] = RecordMetadata(topic, partition, base + index, timestamps[index])
 
 
 def _metadata_or_none(future: RecordFuture) -> RecordMetadata | None:
     return None if future.exception() is not None else future.result()
-
-
-def _as_bytes(value: object, field: str) -> bytes:
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, bytearray | memoryview):
-        return bytes(value)
-    raise InvalidRequest(
-        f"{field} must be bytes, str or None, not {type(value).__name__}", field=field
-    )
-
-
-def _check_partition(info: Topic, partition: int) -> None:
-    if not 0 <= partition < info.partitions:
-        raise UnknownPartition(
-            f"topic {info.name!r} has {info.partitions} partitions; "
-            f"there is no partition {partition}",
-            field="partition",
-        )
-
-
-def _check_record_size(info: Topic, record: tuple[Any, ...]) -> None:
-    key, value, headers = record[2], record[3], record[4]
-    size = (len(key) if key else 0) + (len(value) if value else 0)
-    if headers:
-        size += sum(len(k) + len(v or b"") for k, v in headers)
-    if size > info.config.max_message_bytes:
-        raise RecordTooLarge(
-            f"a record of {size} bytes exceeds max.message.bytes ({info.config.max_message_bytes}) "
-            f"of topic {info.name!r}",
-            field="value",
-        )
-
-
-def _batch_columns(table: pa.Table) -> dict[str, pa.Array]:
-    if "value" not in table.column_names:
-        raise InvalidRequest("a record batch needs a 'value' column", field="value")
-    columns: dict[str, pa.Array] = {}
-    for name in table.column_names:
-        column = table.column(name).combine_chunks()
-        if name in ("key", "value"):
-            column = column.cast(pa.binary())
-        elif name == "timestamp":
-            column = (
-                column.cast(pa.int64())
-                if pa.types.is_integer(column.type)
-                else column.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())
-            )
-        elif name == "headers":
-            column = column.cast(HEADER_TYPE)
-        elif name == "partition":
-            column = column.cast(pa.int64())
-        else:
-            raise InvalidRequest(f"unknown column {name!r} in record batch", field=name)
-        columns[name] = column
-    if "key" not in columns:
-        columns["key"] = pa.nulls(table.num_rows, pa.binary())
-    return columns

@@ -59,7 +59,6 @@ from objectlog.stores.objects import ObjectStore
 MIB = 1 << 20
 SWAP_ATTEMPTS = 3
 READ_CONCURRENCY = 16  # ranged GETs in flight while reading the refs to rewrite
-TS_MS = pa.timestamp("ms", tz="UTC")
 
 
 @dataclass(frozen=True)

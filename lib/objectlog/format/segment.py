@@ -20,7 +20,6 @@ timestamp timestamp[ms, UTC], timestampType int32, headers list<struct<key strin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -43,19 +42,6 @@ SCHEMA = pa.schema(
     ]
 )
 COMPRESSIONS = ("none", "snappy", "zstd", "lz4", "gzip")
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedSlice:
-    """One (topic, partition) slice of an L0 object, before its offsets are known."""
-
-    topic: str
-    partition: int
-    start: int
-    length: int
-    records: int
-    min_timestamp: int
-    max_timestamp: int
 
 
 def slice_table(

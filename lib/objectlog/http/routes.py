@@ -21,9 +21,9 @@ from objectlog.clients.producer import Producer
 from objectlog.errors import (
     InvalidRequest,
     ObjectLogError,
-    RecordTooLarge,
     UnsupportedContentType,
 )
+from objectlog.format.records import check_record_size, record_size
 from objectlog.format.topics import PartitionInfo, TopicDescription, validate_topic_name
 from objectlog.http.idempotency import HEADER as IDEMPOTENCY_HEADER
 from objectlog.http.idempotency import IdempotentRunner, Outcome
@@ -259,14 +259,8 @@ def _produce(
                 f"{info.partitions} partitions",
                 field=f"records[{i}].partition",
             )
-        size = len(record["key"] or b"") + len(record["value"] or b"")
-        size += sum(len(k) + len(v or b"") for k, v in record.get("headers") or [])
-        if size > info.config.max_message_bytes:
-            raise RecordTooLarge(
-                f"records[{i}] is {size} bytes, over max.message.bytes "
-                f"({info.config.max_message_bytes}) of topic {topic!r}",
-                field=f"records[{i}]",
-            )
+        size = record_size(record["key"], record["value"], record.get("headers"))
+        check_record_size(info, size, field=f"records[{i}]", record=f"records[{i}]")
     producer = services.producer
     retries_before = producer.stats.commit_retries
     futures = [producer.send(topic, **record) for record in records]

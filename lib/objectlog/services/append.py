@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -85,7 +85,6 @@ class AppendStats:
     put_s: float = 0.0
     commit_s: float = 0.0
     spill_s: float = 0.0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

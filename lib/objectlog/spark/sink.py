@@ -6,10 +6,11 @@ murmur2 of the key as Kafka's producer, else null keys spread over the partition
 ``headers`` (array<struct<key string, value binary>>). Other columns are ignored, as the Kafka
 sink ignores them.
 
-An executor encodes its rows with the producer's slice encoder and writes one L0 object per
-``maxObjectBytes`` of input (Appender.upload: no commit). The driver commits every slice with
-one conditional UpdateItem on its partition head (HeadStore.commit), under one producer id
-per query (a hash of the checkpoint location, or the ``producerId`` option) and
+An executor encodes its rows through the producer's columnar path (services.columnar: sizes,
+partitions, slices) and writes one L0 object per ``maxObjectBytes`` of input (Appender.upload:
+no commit). The driver commits every slice with one conditional UpdateItem on its partition
+head (HeadStore.commit), under one producer id per query (a hash of the checkpoint location,
+or the ``producerId`` option) and
 
     sequence = batch_id * 2**40 + task * 2**16 + chunk
 
@@ -23,6 +24,7 @@ referenced; garbage collection removes them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import random
 import secrets
@@ -42,16 +44,18 @@ from objectlog.errors import (
     HorizonPassed,
     InvalidRequest,
     ObjectLogError,
-    RecordTooLarge,
     StorageUnavailable,
     UnknownOutcome,
-    UnknownPartition,
 )
 from objectlog.format.index import SegmentRef
-from objectlog.format.partitioner import partitions_for_key_array
-from objectlog.format.segment import HEADER_TYPE, slice_table
-from objectlog.format.topics import Topic
 from objectlog.services.append import BACKOFF_S, COMMIT_ATTEMPTS, Appender, PartitionBatch
+from objectlog.services.columnar import (
+    RecordColumns,
+    assign_partitions,
+    binary_column,
+    headers_column,
+    table_batches,
+)
 from objectlog.spark.options import SinkOptions
 from objectlog.stores.metadata import Commit, CommitResult
 
@@ -197,14 +201,6 @@ def _upload_chunk(
     ]
 
 
-def _binary(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if pa.types.is_large_string(column.type) or pa.types.is_large_binary(column.type):
-        column = column.cast(pa.large_binary())
-    return column.cast(pa.binary())
-
-
 def _partition_batches(
     log: ObjectLog, table: pa.Table, options: SinkOptions, rng: random.Random
 ) -> list[PartitionBatch]:
@@ -222,87 +218,32 @@ def _partition_batches(
             (topic, np.flatnonzero(pc.equal(topics, topic).to_numpy(zero_copy_only=False)))
             for topic in sorted(pc.unique(topics).to_pylist())
         ]
-    keys = _binary(table.column("key")) if "key" in names else pa.nulls(count, pa.binary())
-    values = _binary(table.column("value"))
-    headers = (
-        table.column("headers").combine_chunks().cast(HEADER_TYPE) if "headers" in names else None
-    )
+    columns = RecordColumns(
+        keys=binary_column(table.column("key")) if "key" in names else pa.nulls(count, pa.binary()),
+        values=binary_column(table.column("value")),
+        headers=headers_column(table.column("headers")) if "headers" in names else None,
+    )  # no timestamps: the Kafka sink stamps records when it writes them
     explicit = table.column("partition").combine_chunks() if "partition" in names else None
-    now = np.full(count, time.time_ns() // 1_000_000, dtype=np.int64)
+    now = log.clock.now_ms()
     out: list[PartitionBatch] = []
     for topic, rows in groups:
         info = log.topic(topic)
         take = pa.array(rows)
-        topic_keys, topic_values = keys.take(take), values.take(take)
-        _check_sizes(info, topic_keys, topic_values)
-        partitions = _partitions(
-            info, topic_keys, None if explicit is None else explicit.take(take), rng
+        partitions = assign_partitions(
+            info,
+            columns.keys.take(take),
+            None if explicit is None else explicit.take(take),
+            functools.partial(_spread, info.partitions, rng=rng),
         )
-        order = np.argsort(partitions, kind="stable")
-        bounds = np.flatnonzero(np.diff(partitions[order])) + 1
-        for group in np.split(order, bounds):
-            if not len(group):
-                continue
-            partition = int(partitions[group[0]])
-            picked = pa.array(rows[group])
-            out.append(
-                PartitionBatch(
-                    info,
-                    partition,
-                    slice_table(
-                        topic,
-                        partition,
-                        keys.take(picked),
-                        values.take(picked),
-                        pa.array(now[: len(group)]),
-                        info.config.timestamp_type,
-                        headers.take(picked) if headers is not None else None,
-                    ),
-                )
-            )
+        out += [batch for _, batch in table_batches(info, columns, partitions, now, rows)]
     return out
 
 
-def _partitions(
-    info: Topic, keys: pa.Array, explicit: pa.Array | None, rng: random.Random
-) -> np.ndarray:
-    """Explicit partitions, else murmur2 of the key, else null keys spread in blocks."""
-    count = len(keys)
-    result = np.full(count, -1, dtype=np.int64)
-    if explicit is not None:
-        given = explicit.cast(pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False)
-        if ((given < -1) | (given >= info.partitions)).any():
-            raise UnknownPartition(
-                f"partition column has values outside 0..{info.partitions - 1} for topic "
-                f"{info.name!r}",
-                field="partition",
-            )
-        result[:] = given
-    unset = result < 0
-    if unset.any() and keys.null_count < count:
-        hashed = partitions_for_key_array(keys, info.partitions)
-        result[unset] = hashed[unset]
-    unset = result < 0
-    if unset.any():
-        # Null keys, as a sticky partitioner over many batches: contiguous blocks, one per
-        # partition, starting at a random one.
-        n = int(unset.sum())
-        first = rng.randrange(info.partitions)
-        result[unset] = (first + np.arange(n) * info.partitions // n) % info.partitions
-    return result
-
-
-def _check_sizes(info: Topic, keys: pa.Array, values: pa.Array) -> None:
-    sizes = pc.add(
-        pc.fill_null(pc.binary_length(keys), 0), pc.fill_null(pc.binary_length(values), 0)
-    )
-    largest = pc.max(sizes).as_py() if len(sizes) else 0
-    if largest and largest > info.config.max_message_bytes:
-        raise RecordTooLarge(
-            f"a record of {largest} bytes exceeds max.message.bytes "
-            f"({info.config.max_message_bytes}) of topic {info.name!r}",
-            field="value",
-        )
+def _spread(partitions: int, n: int, rng: random.Random) -> np.ndarray:
+    """Null keys, as a sticky partitioner over many batches: contiguous blocks, one per
+    partition, starting at a random one."""
+    first = rng.randrange(partitions)
+    return (first + np.arange(n) * partitions // n) % partitions
 
 
 # ---- the driver --------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from typing import Any
 import requests
 
 TOPIC = "bad-input"
-JSON = {"Content-Type": "application/json"}
 
 
 @dataclass(frozen=True)

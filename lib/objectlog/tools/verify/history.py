@@ -6,6 +6,9 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
+from objectlog.clients.producer import RecordFuture
+from objectlog.errors import ErrorKind
+
 OK = "ok"
 FAILED = "failed"  # the client was told nothing was stored
 UNKNOWN = "unknown"  # the client was told the outcome is unknown (a timeout)
@@ -13,7 +16,11 @@ UNKNOWN = "unknown"  # the client was told the outcome is unknown (a timeout)
 
 @dataclass(frozen=True)
 class Produce:
-    """One record sent by one client: its unique value, and what the client was told."""
+    """One record sent by one client: its unique value, and what the client was told.
+
+    ``partition`` and ``offset`` are where an acknowledged record landed (for the others,
+    ``partition`` is where it was sent); ``sent_to`` is the partition the client named, if any.
+    """
 
     client: str
     partition: int
@@ -21,6 +28,19 @@ class Produce:
     outcome: str
     offset: int | None = None
     error: str | None = None
+    sent_to: int | None = None
+
+    @classmethod
+    def of(
+        cls, client: str, partition: int, value: bytes, future: RecordFuture, timeout: float = 120
+    ) -> Produce:
+        """What the client was told about a send to partition: a RecordFuture's outcome."""
+        error = future.exception(timeout=timeout)
+        if error is None:
+            metadata = future.result(timeout=timeout)
+            return cls(client, metadata.partition, value, OK, metadata.offset, None, partition)
+        outcome = UNKNOWN if error.kind is ErrorKind.UNKNOWN_OUTCOME else FAILED
+        return cls(client, partition, value, outcome, None, type(error).__name__, partition)
 
 
 @dataclass(frozen=True)

@@ -31,20 +31,16 @@ from typing import Any
 
 from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
-from objectlog.clients.producer import RecordFuture
 from objectlog.clock import SystemClock
 from objectlog.compaction.compactor import CompactionSettings
 from objectlog.compaction.maintenance import collector_for, run_maintenance
 from objectlog.config import Config
-from objectlog.errors import CommitFailed, ErrorKind, ObjectLogError
+from objectlog.errors import CommitFailed, ObjectLogError
 from objectlog.groups import TopicPartition
 from objectlog.tools.gateway import LocalGateway, local_api
-from objectlog.tools.verify.checker import FinalState, Verdict, check
+from objectlog.tools.verify.checker import FinalState, Verdict, check, read_partition
 from objectlog.tools.verify.faults import FaultInjector, InjectedCrash, commits
 from objectlog.tools.verify.history import (
-    FAILED,
-    OK,
-    UNKNOWN,
     CommittedSample,
     History,
     Poll,
@@ -315,7 +311,7 @@ class Workload:
                     n += 1
                 producer.flush()
                 for partition, value, future in batch:
-                    self.history.add_produce(_outcome(client, partition, value, future))
+                    self.history.add_produce(Produce.of(client, partition, value, future))
                 with self._sent_lock:
                     self.sent += len(batch)
         finally:
@@ -443,7 +439,7 @@ class Workload:
         for p in range(self.config.partitions):
             bounds = admin.offsets(TOPIC, p)
             log_start[p], high_watermark[p] = bounds.earliest, bounds.latest
-            partitions[p] = _read_partition(admin, p, bounds.earliest)
+            partitions[p], _ = read_partition(admin, TOPIC, p, bounds.earliest, max_bytes=1 << 20)
         committed = admin.groups.committed(
             GROUP, [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
         )
@@ -455,26 +451,6 @@ class Workload:
             {tp.partition: v.offset for tp, v in committed.items() if v is not None},
             stale,
         )
-
-
-def _outcome(client: str, partition: int, value: bytes, future: RecordFuture) -> Produce:
-    error = future.exception(timeout=120)
-    if error is None:
-        metadata = future.result()
-        return Produce(client, metadata.partition, value, OK, metadata.offset)
-    outcome = UNKNOWN if error.kind is ErrorKind.UNKNOWN_OUTCOME else FAILED
-    return Produce(client, partition, value, outcome, None, type(error).__name__)
-
-
-def _read_partition(log: LogClient, partition: int, start: int) -> list[tuple[int, bytes | None]]:
-    rows: list[tuple[int, bytes | None]] = []
-    offset = start
-    while True:
-        result = log.fetch(TOPIC, partition, offset, max_bytes=1 << 20)
-        rows += [(r.offset, r.value) for r in result.records]
-        if result.next_offset >= result.high_watermark:
-            return rows
-        offset = result.next_offset
 
 
 def with_faults(config: WorkloadConfig, names: str) -> WorkloadConfig:
