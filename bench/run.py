@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -183,16 +183,7 @@ class OwnRequests:
                 self.info.topic_id,
                 self.info.name,
                 partition,
-                SegmentRef(
-                    ref.level,
-                    object_id,
-                    ref.start,
-                    ref.length,
-                    ref.span,
-                    ref.records,
-                    ref.min_timestamp,
-                    ref.max_timestamp,
-                ),
+                replace(ref, object_id=object_id),
                 ulid_time_ms(object_id),
                 producer_id="bench-own",
                 sequence=self.sequences[partition],

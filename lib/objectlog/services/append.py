@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -193,7 +193,7 @@ class Appender:
     def _upload(self, batches: Sequence[PartitionBatch], refs_out: list[SegmentRef]) -> str:
         encoded = self._encode(batches)
         object_id = self._put_new_object(encoded.body)
-        refs_out.extend(_with_object(ref, object_id) for ref in encoded.refs)
+        refs_out.extend(replace(ref, object_id=object_id) for ref in encoded.refs)
         return object_id
 
     def _put_new_object(self, body: bytes) -> str:
@@ -292,16 +292,3 @@ class Appender:
             except ObjectLogError as e:  # the next commit will try again
                 logger.warning("spill of %s/%s failed: %s", head.topic, head.partition, e)
         self.stats.spill_s += time.perf_counter() - started
-
-
-def _with_object(ref: SegmentRef, object_id: str) -> SegmentRef:
-    return SegmentRef(
-        ref.level,
-        object_id,
-        ref.start,
-        ref.length,
-        ref.span,
-        ref.records,
-        ref.min_timestamp,
-        ref.max_timestamp,
-    )
