@@ -37,15 +37,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def aws_endpoint() -> Iterator[str]:
-    preset = os.environ.get("AWS_ENDPOINT_URL")
-    if preset:
-        yield preset
-        return
+    """The AWS endpoint: AWS_ENDPOINT_URL when preset (LocalStack, DynamoDB Local beside moto
+    with AWS_ENDPOINT_URL_DYNAMODB, AWS), else the embedded server started here. Either way the
+    tests get dummy credentials (unless real ones are set) and no EMF metric lines."""
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     # EMF metrics print one JSON line per invocation; test_http_api turns them back on.
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    preset = os.environ.get("AWS_ENDPOINT_URL")
+    if preset:
+        yield preset
+        return
     server = EmbeddedAWS(port=0).start()
     os.environ["AWS_ENDPOINT_URL"] = server.endpoint_url
     try:

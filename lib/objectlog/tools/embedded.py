@@ -10,14 +10,16 @@ so a concurrency test measures objectlog, not moto.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from objectlog.tools.emulators.processes import free_port  # re-exported for the tests
 from objectlog.tools.wsgi_server import BackgroundWsgiServer
+
+__all__ = ["EmbeddedAWS", "SerializedApp", "free_port", "start_dev_process"]
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -41,11 +43,15 @@ class SerializedApp:
 
 
 class EmbeddedAWS:
-    """moto server on loopback, serialized, in a background thread of this process."""
+    """moto server on loopback, in a background thread of this process, serialized unless
+    told otherwise (serialize=False: for S3 beside DynamoDB Local, which needs no lock)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 4566) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 4566, *, serialize: bool = True
+    ) -> None:
         self.host = host
         self.port = port
+        self.serialize = serialize
         self._server: BackgroundWsgiServer | None = None
 
     @property
@@ -59,7 +65,8 @@ class EmbeddedAWS:
             create_backend_app,
         )
 
-        app = SerializedApp(DomainDispatcherApplication(create_backend_app))
+        moto_app = DomainDispatcherApplication(create_backend_app)
+        app = SerializedApp(moto_app) if self.serialize else moto_app
         self._server = BackgroundWsgiServer("embedded-aws", MotoRequestHandler)
         self.port = self._server.start(app, self.host, self.port)
         return self
@@ -74,13 +81,6 @@ class EmbeddedAWS:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_dev_process(port: int, api_port: int) -> subprocess.Popen[str]:

@@ -1,0 +1,5 @@
+import sys
+
+from objectlog.tools.emulators.run import main
+
+sys.exit(main())

@@ -1,0 +1,89 @@
+"""Run a command against an emulator: start it, hand the command its endpoints through the
+standard AWS_ENDPOINT_URL variables (and dummy credentials), stop it by its PID afterwards,
+also when the command fails or the run is interrupted.
+
+    python -m objectlog.tools.emulators run dynamodb-local -- pytest tests/functional
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from types import FrameType
+
+from objectlog.tools.emulators.dynamodb_local import DynamoDBLocal
+from objectlog.tools.emulators.processes import EmulatorError
+
+Endpoints = dict[str, str]  # environment variables naming the emulator's endpoints
+DUMMY_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "test",
+    "AWS_SECRET_ACCESS_KEY": "test",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@contextmanager
+def dynamodb_local(work: Path) -> Iterator[Endpoints]:
+    """DynamoDB Local for DynamoDB, the embedded moto server (with no request lock: DynamoDB
+    Local is linearizable by itself) for S3 and every other service."""
+    from objectlog.tools.embedded import EmbeddedAWS
+
+    with DynamoDBLocal(log_path=work / "dynamodb-local.log") as dynamodb:
+        moto = EmbeddedAWS(port=0, serialize=False).start()
+        try:
+            yield {
+                "AWS_ENDPOINT_URL": moto.endpoint_url,
+                "AWS_ENDPOINT_URL_DYNAMODB": dynamodb.endpoint_url,
+            }
+        finally:
+            moto.stop()
+
+
+EMULATORS: dict[str, Callable[[Path], AbstractContextManager[Endpoints]]] = {
+    "dynamodb-local": dynamodb_local,
+}
+
+
+def run(emulator: str, command: Sequence[str], work: Path) -> int:
+    """The command's exit code, run with the emulator's endpoints in its environment."""
+    with EMULATORS[emulator](work) as endpoints:
+        print(f"objectlog: {emulator} up: " + " ".join(f"{k}={v}" for k, v in endpoints.items()))
+        env = {**os.environ, **DUMMY_CREDENTIALS, **endpoints}
+        return subprocess.call(list(command), env=env)
+
+
+def _stop_on_sigterm() -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m objectlog.tools.emulators")
+    commands = parser.add_subparsers(dest="action", required=True)
+    runner = commands.add_parser("run", help="run a command against an emulator")
+    runner.add_argument("emulator", choices=sorted(EMULATORS))
+    runner.add_argument("--work-dir", type=Path, help="logs and state (default: a temp dir)")
+    runner.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to run after --")
+    _stop_on_sigterm()
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix=f"objectlog-{args.emulator}-"))
+    try:
+        return run(args.emulator, command, work)
+    except EmulatorError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"objectlog: interrupted; {args.emulator} stopped", file=sys.stderr)
+        return 130
