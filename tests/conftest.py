@@ -73,6 +73,18 @@ def log(log_config: Config) -> Iterator[ObjectLog]:
 
 
 @pytest.fixture
+def log_env(log: ObjectLog) -> dict[str, str]:
+    """The environment that points the CLI, ObjectLog.connect() and the handlers at this test's
+    log: its endpoints (per service: DynamoDB may live elsewhere than S3), bucket and table."""
+    return {
+        "AWS_ENDPOINT_URL_S3": log.config.s3_endpoint or "",
+        "AWS_ENDPOINT_URL_DYNAMODB": log.config.dynamodb_endpoint or "",
+        "OBJECTLOG_BUCKET": log.config.bucket,
+        "OBJECTLOG_TABLE": log.config.table,
+    }
+
+
+@pytest.fixture
 def clock() -> ManualClock:
     """A clock the test moves (leases, session timeouts), starting now."""
     return ManualClock(start_ms=int(time.time() * 1000))

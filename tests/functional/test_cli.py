@@ -13,16 +13,11 @@ from objectlog.tools.embedded import free_port, start_dev_process
 
 
 @pytest.fixture
-def run(log: ObjectLog):
-    env = {
-        "AWS_ENDPOINT_URL": log.config.s3_endpoint or "",
-        "OBJECTLOG_BUCKET": log.config.bucket,
-        "OBJECTLOG_TABLE": log.config.table,
-    }
+def run(log_env: dict[str, str]):
     runner = CliRunner()
 
     def invoke(*args: str, input: str | None = None):
-        return runner.invoke(main, list(args), input=input, env=env, catch_exceptions=False)
+        return runner.invoke(main, list(args), input=input, env=log_env, catch_exceptions=False)
 
     return invoke
 

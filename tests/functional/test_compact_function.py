@@ -78,11 +78,10 @@ def l1_files(log: ObjectLog) -> list[str]:
 
 
 @pytest.fixture
-def connect_env(log: ObjectLog, monkeypatch: pytest.MonkeyPatch) -> None:
+def connect_env(log_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """ObjectLog.connect() (what the function calls) reaches this test's bucket and table."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL", log.config.s3_endpoint or "")
-    monkeypatch.setenv("OBJECTLOG_BUCKET", log.config.bucket)
-    monkeypatch.setenv("OBJECTLOG_TABLE", log.config.table)
+    for name, value in log_env.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.delenv("OBJECTLOG_PREFIX", raising=False)
     monkeypatch.setenv("OBJECTLOG_COMPACT_TARGET_MIB", "0.002")  # a few L1 files
     monkeypatch.setenv("OBJECTLOG_GC_MIN_AGE_MS", "0")
@@ -188,16 +187,11 @@ def test_emits_emf_metrics(
 
 
 @pytest.fixture
-def run(log: ObjectLog):
-    env = {
-        "AWS_ENDPOINT_URL": log.config.s3_endpoint or "",
-        "OBJECTLOG_BUCKET": log.config.bucket,
-        "OBJECTLOG_TABLE": log.config.table,
-    }
+def run(log_env: dict[str, str]):
     runner = CliRunner()
 
     def invoke(*args: str, **extra_env: str):
-        return runner.invoke(main, list(args), env=env | extra_env, catch_exceptions=False)
+        return runner.invoke(main, list(args), env=log_env | extra_env, catch_exceptions=False)
 
     return invoke
 

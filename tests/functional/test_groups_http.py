@@ -140,20 +140,15 @@ def test_group_routes_are_in_the_openapi_document(api: str) -> None:
     assert {"get", "delete"} <= set(paths["/groups/{group}"])
 
 
-def test_groups_cli(log: ObjectLog) -> None:
+def test_groups_cli(log: ObjectLog, log_env: dict[str, str]) -> None:
     log.create_topic(TOPIC, partitions=2)
     with log.producer() as producer:
         for i in range(6):
             producer.send(TOPIC, value=b"v%d" % i, partition=i % 2)
-    env = {
-        "AWS_ENDPOINT_URL": log.config.s3_endpoint or "",
-        "OBJECTLOG_BUCKET": log.config.bucket,
-        "OBJECTLOG_TABLE": log.config.table,
-    }
     runner = CliRunner()
 
     def run(*args: str):
-        result = runner.invoke(main, list(args), env=env, catch_exceptions=False)
+        result = runner.invoke(main, list(args), env=log_env, catch_exceptions=False)
         assert result.exit_code == 0, result.output
         return result
 

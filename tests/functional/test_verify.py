@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from objectlog import ObjectLog
+from objectlog.config import Config
 from objectlog.tools.cli import main
 from objectlog.tools.verify.bad_input import CORPUS, TOPIC, run_corpus
 from objectlog.tools.verify.checker import ANOMALIES, FinalState, check
@@ -26,7 +27,7 @@ from objectlog.tools.verify.workload import FAULT_KINDS, WorkloadConfig, run_wor
 
 
 def test_a_short_workload_with_every_fault_has_no_anomaly(aws_endpoint: str) -> None:
-    result = run_workload(WorkloadConfig(ops=2_000, seconds=300), endpoint=aws_endpoint)
+    result = run_workload(WorkloadConfig(ops=2_000, seconds=300), Config.from_env())
     Console(width=160).print()  # the table goes to the test's output (pytest -s shows it)
     render(result, Console(width=160))
     assert len(result.history.produces) >= 2_000
@@ -116,6 +117,6 @@ def test_the_verify_command_prints_its_table_and_exits_by_verdict() -> None:
 @pytest.mark.slow
 def test_the_long_workload_has_no_anomaly(aws_endpoint: str) -> None:
     """make check-long: objectlog verify --ops 20000, every fault on."""
-    result = run_workload(WorkloadConfig(ops=20_000, seconds=3_000), endpoint=aws_endpoint)
+    result = run_workload(WorkloadConfig(ops=20_000, seconds=3_000), Config.from_env())
     render(result, Console(width=160))
     assert result.verdict.ok, result.verdict.examples

@@ -53,7 +53,11 @@ def clear_errors(command: F) -> F:
 
 
 @click.group()
-@click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL", help="AWS endpoint (default: AWS).")
+@click.option(
+    "--endpoint-url",
+    help="AWS endpoint for every service (default: AWS_ENDPOINT_URL and its per-service "
+    "variants, as boto3 reads them, else AWS)",
+)
 @click.option("--bucket", envvar="OBJECTLOG_BUCKET", default="objectlog", show_default=True)
 @click.option("--table", envvar="OBJECTLOG_TABLE", default="objectlog", show_default=True)
 @click.option("--prefix", envvar="OBJECTLOG_PREFIX", default="")
@@ -75,10 +79,11 @@ def main(
     overrides: dict[str, Any] = {"bucket": bucket, "table": table, "prefix": prefix}
     if endpoint_url:
         overrides.update(s3_endpoint=endpoint_url, dynamodb_endpoint=endpoint_url)
+    direct_config = ctx.meta["direct_config"] = lambda: Config.from_env(**overrides)
     if api_url and ctx.invoked_subcommand != "dev":
         ctx.obj = lambda: HttpObjectLog(api_url)
     else:
-        ctx.obj = lambda: ObjectLog(Config.from_env(**overrides))
+        ctx.obj = lambda: ObjectLog(direct_config())
 
 
 def _log(ctx: click.Context) -> LogClient:
@@ -619,19 +624,8 @@ def _direct_log(ctx: click.Context) -> ObjectLog:
     if isinstance(log, ObjectLog):
         return log
     log.close()
-    assert ctx.parent is not None
-    params = ctx.parent.params
-    overrides: dict[str, Any] = {
-        "bucket": params["bucket"],
-        "table": params["table"],
-        "prefix": params["prefix"],
-    }
-    if params["endpoint_url"]:
-        overrides.update(
-            s3_endpoint=params["endpoint_url"], dynamodb_endpoint=params["endpoint_url"]
-        )
     click.echo("compact talks to S3 and DynamoDB directly: ignoring --api-url.", err=True)
-    return ObjectLog(Config.from_env(**overrides))
+    return ObjectLog(ctx.meta["direct_config"]())
 
 
 def _wait_for_next_run(interval_s: float) -> None:

@@ -14,9 +14,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from objectlog.tools.emulators.processes import free_port  # re-exported for the tests
+from objectlog.tools.persistence import DurableState, Request, changes_state, read_body
 from objectlog.tools.wsgi_server import BackgroundWsgiServer
 
 __all__ = ["EmbeddedAWS", "SerializedApp", "free_port", "start_dev_process"]
@@ -25,21 +27,44 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 class SerializedApp:
-    """A WSGI app that runs the wrapped app for one request at a time, body included."""
+    """A WSGI app that runs the wrapped app for one request at a time, body included; with a
+    DurableState, each successful S3 or DynamoDB write is journaled before it is answered."""
 
-    def __init__(self, app: WsgiApp) -> None:
+    def __init__(self, app: WsgiApp, state: DurableState | None = None) -> None:
         self._app = app
+        self._state = state
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         with self._lock:
-            result = self._app(environ, start_response)
-            try:
-                return [b"".join(result)]
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
+            if self._state is None or not changes_state(environ):
+                return self._run(environ, start_response)
+            body = read_body(environ)
+            status: list[str] = []
+
+            def recording(code: str, headers: Any, exc_info: Any = None) -> Any:
+                status.append(code)
+                return start_response(code, headers, exc_info)
+
+            answer = self._run(environ, recording)
+            if status and status[-1].startswith("2"):
+                self._state.record(Request.of(environ, body))
+            return answer
+
+    def _run(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        result = self._app(environ, start_response)
+        try:
+            return [b"".join(result)]
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+
+    def close(self) -> None:
+        """Checkpoint the durable state (if any), waiting for the request in progress."""
+        if self._state is not None:
+            with self._lock:
+                self._state.close()
 
 
 class EmbeddedAWS:
@@ -47,12 +72,21 @@ class EmbeddedAWS:
     told otherwise (serialize=False: for S3 beside DynamoDB Local, which needs no lock)."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 4566, *, serialize: bool = True
+        self,
+        host: str = "127.0.0.1",
+        port: int = 4566,
+        *,
+        serialize: bool = True,
+        data_dir: Path | None = None,
     ) -> None:
+        """data_dir: keep S3 and DynamoDB state there (tools.persistence; serialized)."""
         self.host = host
         self.port = port
-        self.serialize = serialize
+        self.serialize = serialize or data_dir is not None
+        self.data_dir = data_dir
+        self.replayed = 0  # journaled requests replayed at start (data_dir only)
         self._server: BackgroundWsgiServer | None = None
+        self._app: SerializedApp | None = None
 
     @property
     def endpoint_url(self) -> str:
@@ -66,7 +100,13 @@ class EmbeddedAWS:
         )
 
         moto_app = DomainDispatcherApplication(create_backend_app)
-        app = SerializedApp(moto_app) if self.serialize else moto_app
+        app: Any = moto_app
+        if self.serialize:
+            state = None
+            if self.data_dir is not None:
+                state = DurableState(self.data_dir, moto_app)
+                self.replayed = state.restore()
+            app = self._app = SerializedApp(moto_app, state)
         self._server = BackgroundWsgiServer("embedded-aws", MotoRequestHandler)
         self.port = self._server.start(app, self.host, self.port)
         return self
@@ -74,7 +114,9 @@ class EmbeddedAWS:
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop()
-        self._server = None
+        if self._app is not None:
+            self._app.close()
+        self._server = self._app = None
 
     def __enter__(self) -> EmbeddedAWS:
         return self.start()

@@ -1,7 +1,7 @@
 """The reliability workload (Jepsen's Kafka workload, on objectlog): run it, then check it.
 
-Against one endpoint (the embedded moto server by default), for a bounded number of produce
-operations or seconds, concurrently:
+Against one deployment's S3 and DynamoDB endpoints (the embedded moto server by default), for a
+bounded number of produce operations or seconds, concurrently:
 
 - producers, each with its own clients: direct with idempotence, direct without, and one
   through the HTTP API (the local gateway running the produce function's handler), sending
@@ -115,26 +115,27 @@ def l1_or_index_puts(params: Any) -> bool:
     return "/partition=" in key or "/m-" in key or "/l-" in key
 
 
-def run_workload(config: WorkloadConfig, endpoint: str | None = None) -> WorkloadResult:
-    """Run the workload against endpoint (an embedded moto server when None); check it."""
+def run_workload(config: WorkloadConfig, aws: Config | None = None) -> WorkloadResult:
+    """Run the workload against aws's S3 and DynamoDB endpoints (an embedded moto server when
+    None; the bucket and table are the workload's own); check it."""
     with contextlib.ExitStack() as stack:
-        if endpoint is None:
+        if aws is None:
             from objectlog.tools.embedded import EmbeddedAWS
 
             endpoint = stack.enter_context(EmbeddedAWS(port=0)).endpoint_url
-        return Workload(config, endpoint).run()
+            aws = Config.from_env(s3_endpoint=endpoint, dynamodb_endpoint=endpoint)
+        return Workload(config, aws).run()
 
 
 class Workload:
-    def __init__(self, config: WorkloadConfig, endpoint: str) -> None:
+    def __init__(self, config: WorkloadConfig, aws: Config) -> None:
         self.config = config
         self.rng = random.Random(config.seed)
         suffix = uuid.uuid4().hex[:10]
-        self.log_config = Config.from_env(
+        self.log_config = replace(
+            aws,
             bucket=f"verify-{suffix}",
             table=f"verify-{suffix}",
-            s3_endpoint=endpoint,
-            dynamodb_endpoint=endpoint,
             read_timeout_s=config.read_timeout_s,
             delete_grace_ms=config.delete_grace_ms,
         )
