@@ -78,6 +78,7 @@ def embedded_endpoint() -> Iterator[Endpoint]:
         str(port),
         "--api-port",
         str(api_port),
+        "--in-memory",
     ]
     # Its output goes to a file, not a pipe: a pipe nobody reads would block it when full.
     log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in the finally below)

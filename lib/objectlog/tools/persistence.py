@@ -121,7 +121,7 @@ class Request:
 
 def changes_state(environ: Mapping[str, Any]) -> bool:
     """A request to S3 or DynamoDB that may change state (reads are not journaled)."""
-    service = _service(environ)
+    service = request_service(environ)
     if service == "dynamodb":
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         return target.rpartition(".")[2] not in DYNAMODB_READS
@@ -130,7 +130,8 @@ def changes_state(environ: Mapping[str, Any]) -> bool:
     return False
 
 
-def _service(environ: Mapping[str, Any]) -> str | None:
+def request_service(environ: Mapping[str, Any]) -> str | None:
+    """The AWS service a request is signed for (its SigV4 credential scope)."""
     signed = str(environ.get("HTTP_AUTHORIZATION", "")) or str(environ.get("QUERY_STRING", ""))
     found = CREDENTIAL_SCOPE.search(signed.replace("%2F", "/"))
     if found:

@@ -1,0 +1,155 @@
+"""``objectlog dev``: the embedded stack, its data directory and its console.
+
+One AWS-compatible endpoint (moto, or moto for S3 beside DynamoDB Local for DynamoDB, with the
+endpoint forwarding DynamoDB requests there), the HTTP API behind the local gateway, and a
+data directory that keeps S3 and DynamoDB state across stops:
+
+    .objectlog/stack.json        which DynamoDB the directory holds (moto or local), moto's version
+    .objectlog/moto/             moto's checkpoint and journal (tools.persistence)
+    .objectlog/dynamodb-local/   DynamoDB Local's -dbPath (with --dynamodb local)
+    .objectlog/logs/             DynamoDB Local's log
+
+A directory written by one DynamoDB is not opened with the other: its tables would be missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from objectlog.clients.direct import ObjectLog
+from objectlog.config import Config
+from objectlog.tools.emulators.dynamodb_local import DynamoDBLocal
+from objectlog.tools.persistence import PersistenceError
+
+DEFAULT_DATA_DIR = Path(".objectlog")
+DYNAMODB_CHOICES = ("moto", "local")
+STACK_FILE = "stack.json"
+
+
+@dataclass(frozen=True)
+class DevOptions:
+    host: str = "127.0.0.1"
+    port: int = 4566
+    api_port: int = 8080
+    bucket: str = "objectlog"
+    table: str = "objectlog"
+    dynamodb: str = "moto"  # or "local": DynamoDB Local
+    data_dir: Path | None = DEFAULT_DATA_DIR  # None: in memory, gone at stop
+    fresh: bool = False
+    log_aws: bool = False  # a console line for every AWS request, not only the API's
+
+
+def console_line(text: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {text}", flush=True)
+
+
+class DevStack:
+    def __init__(self, options: DevOptions, echo: Callable[[str], None] = console_line) -> None:
+        self.options = options
+        self.echo = echo
+        self.dynamodb_local: DynamoDBLocal | None = None
+        self.server: Any = None
+        self.gateway: Any = None
+        self.log: ObjectLog | None = None
+        self.api_url = ""
+
+    @property
+    def endpoint_url(self) -> str:
+        return str(self.server.endpoint_url)
+
+    def start(self) -> DevStack:
+        from objectlog.tools.embedded import EmbeddedAWS
+        from objectlog.tools.gateway import local_api
+
+        options = self.options
+        data = self._prepare_data_dir()
+        dynamodb_url = None
+        if options.dynamodb == "local":
+            self.dynamodb_local = DynamoDBLocal(
+                db_path=data / "dynamodb-local" if data else None,
+                log_path=data / "logs" / "dynamodb-local.log" if data else None,
+            ).start()
+            dynamodb_url = self.dynamodb_local.endpoint_url
+        self.server = EmbeddedAWS(
+            options.host,
+            options.port,
+            data_dir=data / "moto" if data else None,
+            dynamodb_url=dynamodb_url,
+            request_log=self.echo if options.log_aws else None,
+        ).start()
+        self.log = ObjectLog(
+            Config.from_env(
+                bucket=options.bucket,
+                table=options.table,
+                s3_endpoint=self.endpoint_url,
+                dynamodb_endpoint=dynamodb_url or self.endpoint_url,
+            )
+        )
+        self.log.ensure_resources()
+        log = self.log
+        self.gateway = local_api(lambda: log, request_log=self.echo)
+        self.api_url = self.gateway.start(options.host, options.api_port)
+        return self
+
+    def banner(self) -> list[str]:
+        options = self.options
+        storage = "in memory" if options.data_dir is None else f"data in {options.data_dir}/"
+        dynamodb = (
+            f"DynamoDB Local {self.dynamodb_local.endpoint_url}"
+            if self.dynamodb_local
+            else "moto"
+        )
+        replayed = getattr(self.server, "replayed", 0)
+        lines = [
+            f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
+            f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
+            f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)",
+            f"  export AWS_ENDPOINT_URL={self.endpoint_url} OBJECTLOG_API_URL={self.api_url}",
+        ]
+        if replayed:
+            lines.insert(1, f"  recovered {replayed} journaled writes since the last clean stop")
+        return lines
+
+    def stop(self) -> None:
+        """Stop serving; the data directory gets its checkpoint (a clean stop)."""
+        if self.gateway is not None:
+            self.gateway.stop()
+        if self.log is not None:
+            self.log.close()
+        if self.server is not None:
+            self.server.stop()
+        if self.dynamodb_local is not None:
+            self.dynamodb_local.stop()
+        self.gateway = self.log = self.server = self.dynamodb_local = None
+
+    def _prepare_data_dir(self) -> Path | None:
+        data = self.options.data_dir
+        if data is None:
+            return None
+        if self.options.fresh and data.exists():
+            shutil.rmtree(data)
+        data.mkdir(parents=True, exist_ok=True)
+        stack_file = data / STACK_FILE
+        wanted = {"dynamodb": self.options.dynamodb, "moto": _moto_version()}
+        if stack_file.exists():
+            found = json.loads(stack_file.read_text())
+            if found.get("dynamodb") != wanted["dynamodb"]:
+                raise PersistenceError(
+                    f"{data} holds DynamoDB state of {found.get('dynamodb')!r}, not "
+                    f"{wanted['dynamodb']!r}: start with --dynamodb {found.get('dynamodb')}, "
+                    "or --fresh to begin empty"
+                )
+        stack_file.write_text(json.dumps(wanted) + "\n")
+        return data
+
+
+def _moto_version() -> str:
+    from importlib.metadata import version
+
+    return version("moto")
