@@ -1,5 +1,8 @@
 import json
+import os
 import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -99,3 +102,33 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0
+
+
+def test_commands_leave_no_unclosed_session_or_resource_warning(
+    log: ObjectLog, log_env: dict[str, str]
+) -> None:
+    """Reading several slices at once opens the aioboto3 reader: every command closes it."""
+    log.create_topic("many", partitions=2)
+    for flush in range(4):  # several slices per partition, so reads go concurrent
+        with log.producer() as producer:
+            for i in range(10):
+                producer.send("many", b"%d-%d" % (flush, i), partition=i % 2)
+    env = {**os.environ, **log_env, "PYTHONWARNINGS": "always", "PYTHONDEVMODE": "1"}
+    outputs = []
+    for command in (
+        ["consume", "many", "--from-beginning", "--timeout", "1"],
+        ["consume", "many", "--group", "g", "--from-beginning", "--timeout", "2"],
+        ["compact", "--once"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "objectlog.tools.cli", *command],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, (command, done.stderr)
+        outputs.append(done.stdout + done.stderr)
+        for noise in ("Unclosed", "ResourceWarning", "Exception ignored"):
+            assert noise not in done.stderr, (command, done.stderr)
+    assert "Processed a total of 40 messages" in outputs[0]

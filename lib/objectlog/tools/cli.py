@@ -89,8 +89,10 @@ def main(
 
 
 def _log(ctx: click.Context) -> LogClient:
-    """The client --api-url chose: HTTP, or S3 and DynamoDB directly."""
+    """The client --api-url chose: HTTP, or S3 and DynamoDB directly; closed with the command
+    (its readers' connections too, so no command ends with an unclosed session)."""
     log: LogClient = ctx.obj()
+    ctx.call_on_close(log.close)
     return log
 
 
@@ -661,7 +663,9 @@ def _direct_log(ctx: click.Context) -> ObjectLog:
         return log
     log.close()
     click.echo("compact talks to S3 and DynamoDB directly: ignoring --api-url.", err=True)
-    return ObjectLog(ctx.meta["direct_config"]())
+    direct = ObjectLog(ctx.meta["direct_config"]())
+    ctx.call_on_close(direct.close)
+    return direct
 
 
 def _wait_for_next_run(interval_s: float) -> None:
