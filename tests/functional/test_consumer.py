@@ -43,6 +43,7 @@ def keys(records: list[Record]) -> list[tuple[int, int]]:
     return sorted((r.partition, r.offset) for r in records)
 
 
+@pytest.mark.emulators
 def test_a_group_consumer_reads_everything_once_and_resumes_from_commits(
     clocked_log: ObjectLog,
 ) -> None:

@@ -69,6 +69,7 @@ def test_three_members_share_six_partitions_evenly(groups: GroupCoordinator) -> 
     assert all(set(v.owned) == set(v.assigned) for v in views)
 
 
+@pytest.mark.emulators
 def test_a_partition_moves_only_after_its_owner_releases_it(groups: GroupCoordinator) -> None:
     first = groups.join("g", [TOPIC], strategies=["sticky"])
     assert set(first.owned) == tps(*range(6))
@@ -101,6 +102,7 @@ def test_a_member_that_leaves_hands_its_partitions_over(groups: GroupCoordinator
         groups.heartbeat("g", c.member_id)
 
 
+@pytest.mark.emulators
 def test_a_silent_member_is_expired_and_its_commits_are_fenced(
     groups: GroupCoordinator, clock: ManualClock, clocked_log: ObjectLog
 ) -> None:

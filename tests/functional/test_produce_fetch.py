@@ -56,6 +56,7 @@ def test_every_field_round_trips(log: ObjectLog, fields: dict) -> None:
     assert (record.offset, record.timestamp, record.timestamp_type) == (0, 1_700_000_000_123, 0)
 
 
+@pytest.mark.emulators
 def test_offsets_are_contiguous_from_zero_and_keys_follow_kafkas_partitioner(
     log: ObjectLog,
 ) -> None:
@@ -86,6 +87,7 @@ def test_explicit_partition_wins_and_null_keys_stick_per_flush(log: ObjectLog) -
     assert len({f.result().partition for f in nulls}) == 1
 
 
+@pytest.mark.emulators
 def test_many_topics_and_partitions_in_one_flush(log: ObjectLog) -> None:
     for name in ("a", "b", "c"):
         log.create_topic(name, partitions=3)
@@ -120,6 +122,7 @@ def test_fetch_limits_and_next_offset(log: ObjectLog) -> None:
     assert len(at_end) == 0 and at_end.next_offset == 50
 
 
+@pytest.mark.emulators
 def test_out_of_range_names_the_earliest_offset(log: ObjectLog) -> None:
     log.create_topic("t")
     with log.producer() as producer:
@@ -246,6 +249,7 @@ def test_columnar_batch_path(log: ObjectLog) -> None:
         assert [r.timestamp for r in records] == rows
 
 
+@pytest.mark.emulators
 def test_fetch_many_reads_partitions_together(log: ObjectLog) -> None:
     log.create_topic("t", partitions=4)
     with log.producer() as producer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import pytest
@@ -25,13 +26,20 @@ from objectlog.tools.verify.history import (
 from objectlog.tools.verify.report import render
 from objectlog.tools.verify.workload import FAULT_KINDS, WorkloadConfig, run_workload
 
+# The emulator subset in make test runs a briefer workload (OBJECTLOG_VERIFY_OPS, Makefile);
+# every fault kind is certain to come up only in the full 2,000 operations.
+SHORT_OPS = 2_000
+OPS = int(os.environ.get("OBJECTLOG_VERIFY_OPS", SHORT_OPS))
 
+
+@pytest.mark.emulators
 def test_a_short_workload_with_every_fault_has_no_anomaly(aws_endpoint: str) -> None:
-    result = run_workload(WorkloadConfig(ops=2_000, seconds=300), Config.from_env())
+    result = run_workload(WorkloadConfig(ops=OPS, seconds=300), Config.from_env())
     Console(width=160).print()  # the table goes to the test's output (pytest -s shows it)
     render(result, Console(width=160))
-    assert len(result.history.produces) >= 2_000
-    assert {kind for kind in FAULT_KINDS if result.faults[kind] > 0} == set(FAULT_KINDS)
+    assert len(result.history.produces) >= OPS
+    if OPS >= SHORT_OPS:
+        assert {kind for kind in FAULT_KINDS if result.faults[kind] > 0} == set(FAULT_KINDS)
     assert sum(len(p.records) for p in result.history.polls) > 0
     assert result.verdict.counts == dict.fromkeys(ANOMALIES, 0), result.verdict.examples
 
