@@ -88,19 +88,14 @@ class ForwardingApp:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB_"):
             return self._app(environ, start_response)
-        body = read_body(environ)
-        headers = {
-            name[5:].replace("_", "-").title(): value
-            for name, value in environ.items()
-            if name.startswith("HTTP_") and name not in ("HTTP_HOST", "HTTP_CONNECTION")
-        }
-        if environ.get("CONTENT_TYPE"):
-            headers["Content-Type"] = environ["CONTENT_TYPE"]
+        request = Request.of(environ, read_body(environ))
+        hop_by_hop = ("Host", "Connection", "Content-Length")
+        headers = {k: v for k, v in request.headers.items() if k not in hop_by_hop}
         connection = http.client.HTTPConnection(
             self._target.hostname or "127.0.0.1", self._target.port, timeout=60
         )
         try:
-            connection.request("POST", "/", body=body, headers=headers)
+            connection.request("POST", "/", body=request.body, headers=headers)
             response = connection.getresponse()
             payload = response.read()
             passed = [
