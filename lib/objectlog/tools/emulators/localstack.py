@@ -28,11 +28,13 @@ Why each step is here:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from objectlog.tools.emulators.dynamodb_local import cache_dir
@@ -90,11 +92,14 @@ def install(venv: Path = DEFAULT_VENV) -> Path:
     if stamp.is_file() and stamp.read_text() == wanted:
         return venv / "bin" / "python"
     print(f"objectlog: installing LocalStack {LOCALSTACK_VERSION} into {venv}", file=sys.stderr)
+    started = time.monotonic()
     _run([python, "-m", "venv", "--clear", str(venv)], "creating the virtualenv")
     (venv / ".gitignore").write_text("*\n")  # the virtualenv ignores itself
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     _run([*pip, "--no-deps", "-r", str(REQUIREMENTS)], f"pip install -r {REQUIREMENTS.name}")
     stamp.write_text(wanted)
+    took = time.monotonic() - started
+    print(f"objectlog: LocalStack installed in {took:.0f} s", file=sys.stderr)
     return venv / "bin" / "python"
 
 
@@ -168,6 +173,37 @@ def prepare_root(root: Path, cache: Path | None = None) -> Path:
     return certificate(root)
 
 
+# Asks LocalStack's own installers where they find Java, DynamoDB Local and the agent.
+INSTALLED_PROBE = """\
+import json
+from localstack.packages.java import java_package
+from localstack.services.dynamodb.packages import dynamodblocal_package as ddb
+print(json.dumps({
+    "java": java_package.get_installer(ddb.get_installer().java_version).get_installed_dir(),
+    "dynamodb-local": ddb.get_installed_dir(),
+}))
+"""
+
+
+def check_prefill(python: Path, root: Path, env: dict[str, str]) -> None:
+    """LocalStack sees the pre-filled Java and DynamoDB Local as installed (so it will not try
+    to download them), or an EmulatorError says which it would fetch."""
+    probe = subprocess.run(
+        [str(python), "-c", INSTALLED_PROBE], capture_output=True, text=True, env=env, cwd=root
+    )
+    if probe.returncode != 0:
+        raise EmulatorError(f"asking LocalStack for its installed packages failed:\n{probe.stderr}")
+    found = json.loads(probe.stdout)
+    wanted = {"java": root / JAVA_DIR, "dynamodb-local": root / DYNAMODB_DIR}
+    for name, path in wanted.items():
+        if found[name] != str(path):
+            raise EmulatorError(
+                f"LocalStack {LOCALSTACK_VERSION} does not see {name} at {path} (it finds "
+                f"{found[name]}): it would download it, which fails offline; see this module's "
+                "docstring"
+            )
+
+
 class LocalStack:
     """LocalStack on a loopback port, its state in memory, its files under work."""
 
@@ -224,12 +260,13 @@ class LocalStack:
     def start(self) -> LocalStack:
         python = install(self.venv)
         root = (self.work / "filesystem").resolve()
-        certificate = prepare_root(root, self.cache)
+        env = self.environment(root, prepare_root(root, self.cache))
+        check_prefill(python.absolute(), root, env)
         process = ManagedProcess(
             "LocalStack",
             [str(python.absolute()), "-m", "localstack.runtime.main"],
             log_path=self.log_path,
-            env=self.environment(root, certificate),
+            env=env,
             cwd=self.work,
         )
         self._process = process.start()

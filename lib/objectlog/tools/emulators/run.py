@@ -82,9 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     runner = commands.add_parser("run", help="run a command against an emulator")
     runner.add_argument("emulator", choices=sorted(EMULATORS))
     runner.add_argument("--work-dir", type=Path, help="logs and state (default: a temp dir)")
-    runner.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    runner.epilog = "the command to run follows --"
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The command is everything after "--", whatever options precede it.
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    command = argv[split + 1 :]
     if not command:
         parser.error("give the command to run after --")
     _stop_on_sigterm()
