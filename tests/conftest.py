@@ -1,7 +1,8 @@
 """Shared fixtures: one embedded AWS endpoint per test session, reached over real HTTP.
 
-Set AWS_ENDPOINT_URL before running pytest to target LocalStack or AWS instead; otherwise
-moto's server app runs on loopback with every request serialized (objectlog.tools.embedded).
+Set AWS_ENDPOINT_URL before running pytest to target another endpoint instead (AWS, or an
+emulator: `make test-localstack` does it for LocalStack); otherwise moto's server app runs on
+loopback with every request serialized (objectlog.tools.embedded).
 
 Tests show their kind by folder, and each folder is also a marker (``pytest -m unit``):
     unit/        in-memory stores, no server of any kind (make test-unit, under a minute)

@@ -23,7 +23,7 @@ awslocal apigatewayv2 get-apis >/dev/null 2>&1 || missing+=("API Gateway v2 (HTT
 awslocal lambda list-layers >/dev/null 2>&1 || missing+=("Lambda layers")
 if ((${#missing[@]})); then
   echo "objectlog: NOT available here: ${missing[*]}." >&2
-  echo "objectlog: infra/terraform and tests/test_terraform.py need them: use the" \
+  echo "objectlog: infra/terraform and tests/e2e/test_terraform.py need them: use the" \
        "localstack-pro image with LOCALSTACK_AUTH_TOKEN set (see localstack/README.md)." >&2
 else
   echo "objectlog: API Gateway v2 and Lambda layers available: infra/terraform can be applied"

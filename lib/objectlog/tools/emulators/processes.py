@@ -104,12 +104,16 @@ class ManagedProcess:
     def stop(self) -> None:
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
+            # Children that left its session (LocalStack starts DynamoDB Local in a session of
+            # its own) are found now, while they are still its descendants.
+            others = descendants(process.pid)
             _signal_group(process, signal.SIGTERM)
             try:
                 process.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 _signal_group(process, signal.SIGKILL)
                 process.wait(timeout=STOP_TIMEOUT_S)
+            _stop_survivors(others)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -119,6 +123,47 @@ class ManagedProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def descendants(pid: int) -> list[int]:
+    """The PIDs of pid's children, grandchildren and so on (from /proc; none elsewhere)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # the fields after the command's closing parenthesis: state, ppid, ...
+            fields = stat.read_text().rpartition(")")[2].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def running(pid: int) -> bool:
+    """Running (a zombie waiting for its new parent to reap it counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _stop_survivors(pids: list[int]) -> None:
+    """TERM, then KILL, the given PIDs that outlived their parent's stop."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        alive = [pid for pid in pids if running(pid)]
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [pid for pid in alive if running(pid)]
+        if not alive:
+            return
 
 
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:

@@ -3,6 +3,7 @@ standard AWS_ENDPOINT_URL variables (and dummy credentials), stop it by its PID 
 also when the command fails or the run is interrupted.
 
     python -m objectlog.tools.emulators run dynamodb-local -- pytest tests/functional
+    python -m objectlog.tools.emulators run localstack -- pytest
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 from objectlog.tools.emulators.dynamodb_local import DynamoDBLocal
+from objectlog.tools.emulators.localstack import LocalStack
 from objectlog.tools.emulators.processes import EmulatorError
 
 Endpoints = dict[str, str]  # environment variables naming the emulator's endpoints
@@ -46,8 +48,16 @@ def dynamodb_local(work: Path) -> Iterator[Endpoints]:
             moto.stop()
 
 
+@contextmanager
+def localstack(work: Path) -> Iterator[Endpoints]:
+    """LocalStack for every service, named by AWS_ENDPOINT_URL alone."""
+    with LocalStack(work) as emulator:
+        yield {"AWS_ENDPOINT_URL": emulator.endpoint_url}
+
+
 EMULATORS: dict[str, Callable[[Path], AbstractContextManager[Endpoints]]] = {
     "dynamodb-local": dynamodb_local,
+    "localstack": localstack,
 }
 
 
@@ -72,9 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     runner = commands.add_parser("run", help="run a command against an emulator")
     runner.add_argument("emulator", choices=sorted(EMULATORS))
     runner.add_argument("--work-dir", type=Path, help="logs and state (default: a temp dir)")
-    runner.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    runner.epilog = "the command to run follows --"
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The command is everything after "--", whatever options precede it.
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    command = argv[split + 1 :]
     if not command:
         parser.error("give the command to run after --")
     _stop_on_sigterm()
