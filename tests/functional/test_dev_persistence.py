@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +92,23 @@ def read_all(log: ObjectLog, partitions: int) -> dict[tuple[int, int], bytes | N
     return found
 
 
+def processes_using(path: Path, wait_s: float = 5.0) -> list[str]:
+    """Command lines of live processes naming path (after a short wait for them to go)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(path) in text:
+                found.append(text)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
 def producer_ids(log: ObjectLog, partitions: int) -> set[str]:
     heads = log.metadata.get_heads(TOPIC, range(partitions))
     return {pid for head in heads.values() for pid in head.producers}
@@ -154,6 +172,7 @@ def test_dynamodb_local_keeps_its_tables_through_a_kill(tmp_path: Path) -> None:
             acknowledged = produce(log, 0, 300)
             log.groups.commit(GROUP, {TopicPartition(TOPIC, 1): 11})
         dev.stop(signal.SIGKILL)
+        assert not processes_using(dev.data_dir), "DynamoDB Local outlived kill -9 of its dev"
         with dev.start().connect() as log:
             assert read_all(log, 3) == acknowledged
             assert log.groups.committed(GROUP, [TopicPartition(TOPIC, 1)]) == {
