@@ -95,20 +95,24 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The benchmarks' DynamoDB: moto (default) or AWS's DynamoDB Local, e.g. `make bench DYNAMODB=local`
+# (docs/benchmarks.md).
+DYNAMODB ?= moto
+
 bench: install
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.run --dynamodb $(DYNAMODB)
 
 bench-long: install
-	$(BIN)/python -m bench.run --long
+	$(BIN)/python -m bench.run --long --dynamodb $(DYNAMODB)
 
 bench-spark: install prereqs
-	$(BIN)/python -m bench.spark
+	$(BIN)/python -m bench.spark --dynamodb $(DYNAMODB)
 
 bench-groups: install
-	$(BIN)/python -m bench.groups
+	$(BIN)/python -m bench.groups --dynamodb $(DYNAMODB)
 
 bench-compaction: install
-	$(BIN)/python -m bench.compaction
+	$(BIN)/python -m bench.compaction --dynamodb $(DYNAMODB)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.compaction                  # about 6 minutes on 2 CPUs
     .venv/bin/python -m bench.compaction --slices 2000    # a quick look (about 1.5 minutes)
+    .venv/bin/python -m bench.compaction --dynamodb local # DynamoDB Local for DynamoDB
 
 One partition receives `--slices` flushes of 8 records of 1 KiB (random values, 16-byte keys),
 each flush one L0 slice of its own object, as a low-rate producer writes them (one
@@ -39,7 +40,7 @@ import objectlog.compaction.compactor as compaction_module
 from bench.meter import Stopwatch
 from bench.report import Report, Row, console
 from bench.run import MIB, alternate, cold_caches, connect, median
-from bench.server import embedded_endpoint
+from bench.server import add_endpoint_argument, embedded_endpoint
 from objectlog import FetchRequest, ObjectLog
 from objectlog.cache import LruCache
 from objectlog.compaction.compactor import CompactionSettings, PartitionReport
@@ -455,6 +456,7 @@ def main() -> None:
     parser.add_argument("--rounds-after", type=int, default=3, help="fetch rounds after")
     parser.add_argument("--target-mib", type=int, default=64, help="L1 target file size")
     parser.add_argument("--row-group-mib", type=int, default=2, help="L1 row group size")
+    add_endpoint_argument(parser)
     args = parser.parse_args()
     report = Report()
     started = time.perf_counter()
@@ -462,7 +464,8 @@ def main() -> None:
         f"client: Python {sys.version.split()[0]}, pyarrow {pa.__version__}, "
         f"{os.cpu_count()} CPUs shared with the server (`objectlog dev` in its own process)"
     )
-    with embedded_endpoint() as endpoint:
+    with embedded_endpoint(args.dynamodb) as endpoint:
+        report.endpoint(endpoint.description)
         log = connect(endpoint)
         try:
             bench_compaction(log, report, args)

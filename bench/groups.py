@@ -1,7 +1,8 @@
 """Consumer-group catch-up: a group of 1, 2 and 4 members reads a topic from offset 0 to its
 end, vs raw S3 GETs of the same segment slices on the same endpoint, same run.
 
-    .venv/bin/python -m bench.groups        # about 2 minutes
+    .venv/bin/python -m bench.groups                    # about 2 minutes
+    .venv/bin/python -m bench.groups --dynamodb local   # DynamoDB Local for DynamoDB
 
 Each member is a Consumer in a thread of this process with its own ObjectLog (its own clients,
 as separate processes would have), committing after every poll, as a catching-up application
@@ -27,7 +28,7 @@ import pyarrow as pa
 
 from bench.report import Report, Row, console
 from bench.run import MIB, alternate, connect, median
-from bench.server import embedded_endpoint
+from bench.server import add_endpoint_argument, embedded_endpoint
 from objectlog import ObjectLog
 from objectlog.format.layout import object_key
 
@@ -143,13 +144,15 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=64, help="MiB of values in the topic")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
+    add_endpoint_argument(parser)
     args = parser.parse_args()
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
     report = Report()
     began = time.perf_counter()
     stats: dict[str, int] = {}
-    with embedded_endpoint() as endpoint:
+    with embedded_endpoint(args.dynamodb) as endpoint:
+        report.endpoint(endpoint.description)
         log = connect(endpoint)
         total = produce(log, args.partitions, args.mib)
         ranges = slice_ranges(log, args.partitions)

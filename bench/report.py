@@ -38,6 +38,18 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)  # printed first: what was measured where
+
+    def header(self, text: str) -> None:
+        """A line printed now and again at the top of the final report (e.g. the endpoint)."""
+        if text in self.headers:
+            return
+        self.headers.append(text)
+        console.print(f"[bold]{text}[/]")
+
+    def endpoint(self, description: str) -> None:
+        """Say which AWS endpoint the figures below were measured on."""
+        self.header(f"endpoint: {description}")
 
     def add(self, row: Row) -> Row:
         self.rows.append(row)
@@ -61,6 +73,8 @@ class Report:
         console.print(f"  [dim]{text}[/]")
 
     def print(self) -> None:
+        for text in self.headers:
+            console.print(f"[bold]{text}[/]")
         for section in self.sections:
             table = Table(title=section.title, title_justify="left")
             for column in section.columns:

@@ -1,13 +1,23 @@
 """The AWS endpoint under test: `objectlog dev` in a process of its own.
 
 Client and server in separate processes do not share a GIL, so the client's CPU time and the
-server's show up as what they are. The endpoint is moto's server app with requests serialized
-(objectlog.tools.embedded), reached over loopback HTTP exactly as the library reaches AWS.
+server's show up as what they are. Two endpoints (``--dynamodb`` on every bench entry point):
+
+- ``moto`` (default): moto's server app with requests serialized (objectlog.tools.embedded)
+  serves S3 and DynamoDB on one port;
+- ``local``: ``objectlog dev --dynamodb local``: moto serves S3, AWS's DynamoDB Local (Java)
+  serves DynamoDB. The benchmark's clients reach DynamoDB Local directly, at the
+  ``AWS_ENDPOINT_URL_DYNAMODB`` the dev banner exports, not through the endpoint's forwarding.
+
+Both are reached over loopback HTTP exactly as the library reaches AWS. `bench_config` is the
+one place a benchmark's Config gets its endpoints.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,9 +29,14 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
-START_TIMEOUT_S = 60.0
+from objectlog.config import Config
+
+START_TIMEOUT_S = 120.0  # DynamoDB Local's JVM takes a few seconds more than moto
+DYNAMODB_CHOICES = ("moto", "local")
 DEV_BUCKET = DEV_TABLE = "bench-dev"  # where the server's HTTP API keeps its topics
 
 
@@ -42,9 +57,55 @@ def objectlog_command() -> list[str]:
 
 @dataclass(frozen=True)
 class Endpoint:
-    url: str
+    url: str  # S3 (and DynamoDB on moto)
     api_url: str
-    pid: int
+    pid: int  # the `objectlog dev` process (DynamoDB Local is its child)
+    dynamodb_url: str  # == url on moto; DynamoDB Local's own port with --dynamodb local
+    dynamodb: str = "moto"  # which DynamoDB: "moto" or "local"
+
+    @property
+    def description(self) -> str:
+        """What serves S3 and DynamoDB, with versions: the header line of every report."""
+        moto = f"moto {version('moto')}"
+        if self.dynamodb == "local":
+            from objectlog.tools.emulators.dynamodb_local import VERSION
+
+            return f"{moto} (S3) + DynamoDB Local {VERSION} (DynamoDB)"
+        return f"{moto} (S3, DynamoDB)"
+
+
+def bench_config(endpoint: Endpoint, bucket: str, table: str, **overrides: Any) -> Config:
+    """The Config of a benchmark's log on endpoint: S3 at its URL, DynamoDB where it is served
+    (moto: the same URL; DynamoDB Local: directly, skipping the endpoint's forwarding hop)."""
+    return Config.from_env(
+        bucket=bucket,
+        table=table,
+        s3_endpoint=endpoint.url,
+        dynamodb_endpoint=endpoint.dynamodb_url,
+        **overrides,
+    )
+
+
+def add_endpoint_argument(parser: argparse.ArgumentParser) -> None:
+    """--dynamodb moto|local, the same on every bench entry point."""
+    parser.add_argument(
+        "--dynamodb",
+        choices=DYNAMODB_CHOICES,
+        default="moto",
+        help="DynamoDB from moto (one endpoint for both services), or AWS's DynamoDB Local "
+        "beside moto's S3 (`objectlog dev --dynamodb local`; reached directly)",
+    )
+
+
+EXPORT = re.compile(r"^\s*export (.*)$", re.MULTILINE)
+
+
+def _exports(output: str) -> dict[str, str] | None:
+    """The variables of the dev banner's `export` line, once it is printed (the stack is up)."""
+    found = EXPORT.search(output)
+    if found is None:
+        return None
+    return dict(part.split("=", 1) for part in found.group(1).split() if "=" in part)
 
 
 def _answers(url: str) -> bool:
@@ -59,8 +120,11 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def embedded_endpoint() -> Iterator[Endpoint]:
-    """Start `objectlog dev` on free ports, wait until it answers, stop it at the end."""
+def embedded_endpoint(dynamodb: str = "moto") -> Iterator[Endpoint]:
+    """Start `objectlog dev` on free ports (`--dynamodb local`: with DynamoDB Local), wait
+    until its banner is printed and it answers, stop it at the end."""
+    if dynamodb not in DYNAMODB_CHOICES:
+        raise ValueError(f"dynamodb must be one of {DYNAMODB_CHOICES}, not {dynamodb!r}")
     port, api_port = free_port(), free_port()
     env = dict(os.environ, PYTHONUNBUFFERED="1", POWERTOOLS_METRICS_DISABLED="true")
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
@@ -79,6 +143,8 @@ def embedded_endpoint() -> Iterator[Endpoint]:
         "--api-port",
         str(api_port),
         "--in-memory",
+        "--dynamodb",
+        dynamodb,
     ]
     # Its output goes to a file, not a pipe: a pipe nobody reads would block it when full.
     log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in the finally below)
@@ -86,18 +152,25 @@ def embedded_endpoint() -> Iterator[Endpoint]:
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not _answers(url):
+        while True:
+            log.seek(0)
+            output = log.read()
+            exports = _exports(output)
+            if exports is not None and _answers(url):
+                break
             if process.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"objectlog dev exited: {log.read()[-2000:]}")
+                raise RuntimeError(f"objectlog dev exited: {output[-2000:]}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"objectlog dev did not answer on {url}")
+                raise RuntimeError(f"objectlog dev did not start on {url}: {output[-2000:]}")
             time.sleep(0.1)
-        yield Endpoint(url, f"http://127.0.0.1:{api_port}", process.pid)
+        dynamodb_url = exports.get("AWS_ENDPOINT_URL_DYNAMODB", url)
+        if dynamodb == "local" and dynamodb_url == url:
+            raise RuntimeError(f"objectlog dev exported no DynamoDB Local endpoint: {output}")
+        yield Endpoint(url, f"http://127.0.0.1:{api_port}", process.pid, dynamodb_url, dynamodb)
     finally:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=30)  # it stops DynamoDB Local first, if it started one
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.spark                 # about 3 minutes
     .venv/bin/python -m bench.spark --no-compact    # read the L0 slices instead (no compactor)
+    .venv/bin/python -m bench.spark --dynamodb local  # DynamoDB Local for DynamoDB
 
 The query is ``sum(length(value))`` (a count() would read only Parquet footers). The topic is
 produced as L0 objects, then compacted (``run_maintenance``: 64 MiB L1 files, 2 MiB row groups,
@@ -41,10 +42,11 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from bench.meter import Stopwatch
 from bench.report import Report, Row, console
 from bench.run import MIB, alternate, connect, median
-from bench.server import embedded_endpoint
+from bench.server import add_endpoint_argument, embedded_endpoint
 from objectlog import ObjectLog
 from objectlog.compaction.compactor import CompactionSettings
 from objectlog.compaction.maintenance import run_maintenance
+from objectlog.config import ENV_DYNAMODB_ENDPOINT, ENV_S3_ENDPOINT, Config
 from objectlog.spark import reading
 from objectlog.spark.connection import connection_config
 from objectlog.spark.files import live_files
@@ -64,7 +66,7 @@ PLAN = "planning: topic, heads, manifests -> input partitions (fresh clients, co
 GETS = "ranged GETs, 8 slices read ahead, one thread each"
 DECODE = "decoding, in the same threads: ParquetFile.read, absolute offsets, trim"
 CONVERT = "Kafka-schema Arrow, in the same threads: topic and timestamp casts"
-ROLES = ("objectlog dev (moto)", "JVM", "Python workers", "bench driver")
+ROLES = ("endpoint (objectlog dev, DynamoDB Local)", "JVM", "Python workers", "bench driver")
 
 
 # ---- the data ---------------------------------------------------------------------------
@@ -240,8 +242,18 @@ def _stat(pid: int) -> tuple[int, str, float, float] | None:
     return int(fields[1]), name, own, (int(fields[13]) + int(fields[14])) / tick
 
 
+def _descends(stats: dict[int, tuple[int, str, float, float]], pid: int, ancestor: int) -> bool:
+    parent = stats[pid][0]
+    while parent > 1 and parent in stats:
+        if parent == ancestor:
+            return True
+        parent = stats[parent][0]
+    return False
+
+
 def cpu_by_role(server_pid: int) -> dict[str, float]:
-    """CPU seconds so far: the server, Spark's JVM, its Python workers, this process."""
+    """CPU seconds so far: the endpoint (and its children), Spark's JVM, its Python workers,
+    this process."""
     stats = {
         int(pid): stat
         for pid in os.listdir("/proc")
@@ -251,7 +263,7 @@ def cpu_by_role(server_pid: int) -> dict[str, float]:
     jvms = {pid for pid, s in stats.items() if s[0] == me and s[1] == "java"}
     totals = dict.fromkeys(ROLES, 0.0)
     for pid, (ppid, _, own, reaped) in stats.items():
-        if pid == server_pid:
+        if pid == server_pid or _descends(stats, pid, server_pid):  # DynamoDB Local's JVM too
             totals[ROLES[0]] += own + reaped
         elif pid in jvms:
             totals[ROLES[1]] += own
@@ -286,6 +298,23 @@ def timed(
         return seconds
 
     return run
+
+
+def endpoint_options(config: Config) -> dict[str, str]:
+    """The reader options that point Spark at the bench log's endpoints.
+
+    One endpoint for both services (moto) is the `endpoint` option. The data source has no
+    option for a DynamoDB endpoint of its own, so with DynamoDB Local the endpoints go to this
+    process's environment (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB), which Spark's JVM
+    and its Python workers inherit when the session starts after this call and the data
+    source's Config.from_env() reads.
+    """
+    assert config.s3_endpoint is not None and config.dynamodb_endpoint is not None
+    if config.s3_endpoint == config.dynamodb_endpoint:
+        return {"endpoint": config.s3_endpoint}
+    os.environ[ENV_S3_ENDPOINT] = config.s3_endpoint
+    os.environ[ENV_DYNAMODB_ENDPOINT] = config.dynamodb_endpoint
+    return {}
 
 
 def python_side(log: ObjectLog, options: dict[str, str], phases: Stopwatch) -> float:
@@ -327,6 +356,7 @@ def main() -> None:
     parser.add_argument(
         "--no-compact", dest="compact", action="store_false", help="read L0 slices instead"
     )
+    add_endpoint_argument(parser)
     args = parser.parse_args()
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
@@ -335,14 +365,15 @@ def main() -> None:
     copy_dir = Path(tempfile.mkdtemp(prefix="objectlog-bench-spark-"))
     cpu: dict[str, list[dict[str, float]]] = {OURS: [], NATIVE: [], FLOOR: []}
     try:
-        with embedded_endpoint() as endpoint:
+        with embedded_endpoint(args.dynamodb) as endpoint:
+            report.endpoint(endpoint.description)
             log = connect(endpoint)
             produced = time.perf_counter()
             records = produce(log, args.partitions, args.mib, args.flush_mib)
             produced = time.perf_counter() - produced
             expected = records * VALUE_BYTES
             options = {
-                "endpoint": endpoint.url,
+                **endpoint_options(log.config),
                 "bucket": log.config.bucket,
                 "table": log.config.table,
                 "subscribe": TOPIC,
