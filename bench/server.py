@@ -19,13 +19,10 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,16 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from objectlog.config import Config
+from objectlog.tools.emulators.processes import answers_http, free_port
 
 START_TIMEOUT_S = 120.0  # DynamoDB Local's JVM takes a few seconds more than moto
 DYNAMODB_CHOICES = ("moto", "local")
 DEV_BUCKET = DEV_TABLE = "bench-dev"  # where the server's HTTP API keeps its topics
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def objectlog_command() -> list[str]:
@@ -108,17 +100,6 @@ def _exports(output: str) -> dict[str, str] | None:
     return dict(part.split("=", 1) for part in found.group(1).split() if "=" in part)
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            response.read()
-        return True
-    except urllib.error.HTTPError:
-        return True  # any HTTP answer means the server is up
-    except OSError:
-        return False
-
-
 @contextmanager
 def embedded_endpoint(dynamodb: str = "moto") -> Iterator[Endpoint]:
     """Start `objectlog dev` on free ports (`--dynamodb local`: with DynamoDB Local), wait
@@ -156,7 +137,7 @@ def embedded_endpoint(dynamodb: str = "moto") -> Iterator[Endpoint]:
             log.seek(0)
             output = log.read()
             exports = _exports(output)
-            if exports is not None and _answers(url):
+            if exports is not None and answers_http(url):
                 break
             if process.poll() is not None:
                 raise RuntimeError(f"objectlog dev exited: {output[-2000:]}")
