@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from objectlog.tools.emulators.processes import (
+    Emulator,
     EmulatorError,
     ManagedProcess,
     answers_http,
@@ -82,7 +83,7 @@ def java() -> str:
     return found
 
 
-class DynamoDBLocal:
+class DynamoDBLocal(Emulator):
     """DynamoDB Local on a loopback port: in memory, or keeping its tables in db_path."""
 
     def __init__(
@@ -131,13 +132,3 @@ class DynamoDBLocal:
         process.wait_until(lambda: answers_http(self.endpoint_url), START_TIMEOUT_S)
         return self
 
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
-
-    def __enter__(self) -> DynamoDBLocal:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

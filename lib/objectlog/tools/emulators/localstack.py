@@ -42,6 +42,7 @@ from pathlib import Path
 from objectlog.tools.emulators.dynamodb_local import cache_dir
 from objectlog.tools.emulators.dynamodb_local import install as install_dynamodb_local
 from objectlog.tools.emulators.processes import (
+    Emulator,
     EmulatorError,
     ManagedProcess,
     answers_http,
@@ -214,7 +215,7 @@ def check_prefill(python: Path, root: Path, env: dict[str, str]) -> None:
             )
 
 
-class LocalStack:
+class LocalStack(Emulator):
     """LocalStack on a loopback port, its state in memory, its files under work."""
 
     def __init__(
@@ -283,13 +284,3 @@ class LocalStack:
         process.wait_until(self.ready, START_TIMEOUT_S)
         return self
 
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.stop()
-            self._process = None
-
-    def __enter__(self) -> LocalStack:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

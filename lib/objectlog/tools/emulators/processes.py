@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Self
 
 STOP_TIMEOUT_S = 10.0
 
@@ -173,6 +173,27 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
     """Signal the process and whatever it started (its own session: LocalStack forks)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signum)
+
+
+class Emulator:
+    """An emulator run as one ManagedProcess: subclasses start it (setting _process) and
+    return self; stopping and the context manager are shared."""
+
+    _process: ManagedProcess | None = None
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 PR_SET_PDEATHSIG = 1
