@@ -27,10 +27,34 @@ import pyarrow.parquet as pq
 from objectlog.errors import CorruptIndex
 from objectlog.format.index import LEVEL_L0, PlacedRef
 from objectlog.format.layout import object_key
-from objectlog.format.segment import SCHEMA, decode_parquet, with_absolute_offsets, write_parquet
+from objectlog.format.segment import (
+    SCHEMA,
+    STATISTICS,
+    decode_parquet,
+    with_absolute_offsets,
+    write_parquet,
+)
+from objectlog.format.tables import FIELD_IDS
 
 FOOTER_TAIL_BYTES = 64 << 10  # one suffix GET finds the footer of any file with < ~2,000 groups
 MAGIC = b"PAR1"
+# Statistics for topic and partition too: Iceberg readers prune files by them (a table filtered
+# on one partition opens only that partition's files).
+L1_STATISTICS = (*STATISTICS, "topic", "partition")
+
+
+def _with_field_id(field: pa.Field, path: str) -> pa.Field:
+    field_id = str(FIELD_IDS[path]).encode()
+    kind = field.type
+    if pa.types.is_list(kind):
+        kind = pa.list_(_with_field_id(kind.value_field, f"{path}.element"))
+    elif pa.types.is_struct(kind):
+        kind = pa.struct([_with_field_id(f, f"{path}.{f.name}") for f in kind])
+    return field.with_type(kind).with_metadata({b"PARQUET:field_id": field_id})
+
+
+# The segment schema with Iceberg field ids (format.tables.FIELD_IDS) on every column.
+L1_SCHEMA = pa.schema([_with_field_id(f, f.name) for f in SCHEMA])
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +73,9 @@ def encode_l1(
     row_group_bytes of record data; returns the body and each row group's byte range."""
     sink = pa.BufferOutputStream()
     rows = max(1, int(row_group_bytes * table.num_rows / max(1, table.nbytes)))
-    write_parquet(sink, table, compression, row_group_rows=rows)
+    write_parquet(
+        sink, table.cast(L1_SCHEMA), compression, row_group_rows=rows, statistics=L1_STATISTICS
+    )
     body = sink.getvalue().to_pybytes()
     metadata = pq.read_metadata(pa.BufferReader(body))
     return body, [_row_group(metadata, i) for i in range(metadata.num_row_groups)]

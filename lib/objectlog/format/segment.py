@@ -101,19 +101,24 @@ def encode_parquet(
     return sink.getvalue().to_pybytes()
 
 
+STATISTICS = ("offset", "timestamp")
+
+
 def write_parquet(
     sink: pa.NativeFile,
     table: pa.Table,
     compression: str = "none",
     row_group_rows: int | None = None,
+    statistics: tuple[str, ...] = STATISTICS,
 ) -> None:
-    """Append one self-contained Parquet file (a slice) to sink."""
+    """Append one self-contained Parquet file (a slice) to sink, with min/max statistics for
+    the named columns."""
     pq.write_table(
         table,
         sink,
         compression=compression,
         use_dictionary=["topic"],
-        write_statistics=["offset", "timestamp"],
+        write_statistics=list(statistics),
         row_group_size=row_group_rows,
     )
 

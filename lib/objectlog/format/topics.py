@@ -19,6 +19,7 @@ DELETE_RETENTION_MS = "delete.retention.ms"
 MIN_COMPACTION_LAG_MS = "min.compaction.lag.ms"
 MAX_MESSAGE_BYTES = "max.message.bytes"
 MESSAGE_TIMESTAMP_TYPE = "message.timestamp.type"
+TABLE_ENABLED = "objectlog.table.enabled"  # objectlog's own: keep an Iceberg table of the topic
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
@@ -48,6 +49,13 @@ def _cleanup_policy(value: str) -> str:
     return ",".join(parts)
 
 
+def _boolean(value: str) -> str:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(f"must be true or false, got {value!r}")
+    return lowered
+
+
 def _timestamp_type(value: str) -> str:
     if value not in TIMESTAMP_TYPES:
         raise ValueError(f"must be {CREATE_TIME} or {LOG_APPEND_TIME}, got {value!r}")
@@ -63,6 +71,7 @@ DEFAULTS: dict[str, str] = {
     MIN_COMPACTION_LAG_MS: "0",
     MAX_MESSAGE_BYTES: "1048588",
     MESSAGE_TIMESTAMP_TYPE: CREATE_TIME,
+    TABLE_ENABLED: "true",
 }
 
 VALIDATORS: dict[str, Callable[[str], str]] = {
@@ -73,6 +82,7 @@ VALIDATORS: dict[str, Callable[[str], str]] = {
     MIN_COMPACTION_LAG_MS: _long(0),
     MAX_MESSAGE_BYTES: _long(0, INT32_MAX),
     MESSAGE_TIMESTAMP_TYPE: _timestamp_type,
+    TABLE_ENABLED: _boolean,
 }
 
 
@@ -152,6 +162,10 @@ class TopicConfig:
     @property
     def compacted(self) -> bool:
         return "compact" in self.get(CLEANUP_POLICY).split(",")
+
+    @property
+    def table_enabled(self) -> bool:
+        return self.get(TABLE_ENABLED) == "true"
 
 
 @dataclass(frozen=True)
