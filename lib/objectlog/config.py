@@ -15,6 +15,10 @@ ENV_ENDPOINT = "AWS_ENDPOINT_URL"
 ENV_S3_ENDPOINT = "AWS_ENDPOINT_URL_S3"
 ENV_DYNAMODB_ENDPOINT = "AWS_ENDPOINT_URL_DYNAMODB"
 ENV_DELETE_GRACE_MS = "OBJECTLOG_DELETE_GRACE_MS"
+ENV_GLUE_ENDPOINT = "AWS_ENDPOINT_URL_GLUE"
+ENV_CATALOG = "OBJECTLOG_CATALOG"  # "glue", or a SQL catalog's URI (sqlite:///path); unset: none
+ENV_TABLE_NAMESPACE = "OBJECTLOG_TABLE_NAMESPACE"
+DEFAULT_TABLE_NAMESPACE = "objectlog"
 
 DEFAULT_BUCKET = "objectlog"
 DEFAULT_TABLE = "objectlog"
@@ -40,6 +44,10 @@ class Config:
     read_timeout_s: float = 30.0
     # Replaced objects stay readable this long before GC may delete them (file.delete.delay.ms).
     delete_grace_ms: int = 60_000
+    glue_endpoint: str | None = None
+    # Where topics' Iceberg tables are registered: "glue", a SQL catalog URI, or None (no tables).
+    catalog: str | None = None
+    table_namespace: str = DEFAULT_TABLE_NAMESPACE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Config:
@@ -53,6 +61,9 @@ class Config:
             s3_endpoint=env.get(ENV_S3_ENDPOINT) or generic,
             dynamodb_endpoint=env.get(ENV_DYNAMODB_ENDPOINT) or generic,
             delete_grace_ms=int(env.get(ENV_DELETE_GRACE_MS, "60000")),
+            glue_endpoint=env.get(ENV_GLUE_ENDPOINT) or generic,
+            catalog=env.get(ENV_CATALOG) or None,
+            table_namespace=env.get(ENV_TABLE_NAMESPACE, DEFAULT_TABLE_NAMESPACE),
         )
         return replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
 

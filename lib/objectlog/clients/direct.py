@@ -45,6 +45,7 @@ from objectlog.stores.s3 import S3ObjectStore
 
 if TYPE_CHECKING:
     from objectlog.clients.http import HttpObjectLog
+    from objectlog.services.tables import Tables
 
 
 class ObjectLog:
@@ -86,6 +87,7 @@ class ObjectLog:
         self.concurrent_reads = True
         self._reader: Reader | None = None
         self._groups: GroupCoordinator | None = None
+        self._tables: Tables | None = None
 
     @overload
     @classmethod
@@ -307,6 +309,43 @@ class ObjectLog:
             for partition, head in self.metadata.get_heads(topic, partitions).items():
                 heads[(topic, partition)] = head
         return self.reader.fetch_many(requests, heads)
+
+    @property
+    def tables(self) -> Tables | None:
+        """The topics' Iceberg tables, or None when no catalog is configured
+        (OBJECTLOG_CATALOG): pyiceberg is imported only when tables are used."""
+        if self._tables is None and self.config.catalog:
+            from objectlog.adapters.iceberg import load_catalog, warehouse
+            from objectlog.services.tables import Tables
+
+            self._tables = Tables(
+                load_catalog(self.config),
+                self.config.table_namespace,
+                warehouse(self.config),
+                self.clock,
+                self.config.delete_grace_ms,
+            )
+        return self._tables
+
+    def table(self, topic: str) -> Any:
+        """The topic's Iceberg table (a pyiceberg Table), or None until the compactor has first
+        registered it; InvalidRequest when no catalog is configured."""
+        tables = self.tables
+        if tables is None:
+            raise InvalidRequest(
+                "no table catalog is configured: set OBJECTLOG_CATALOG (glue, or a SQL catalog "
+                "URI such as sqlite:///path/catalog.db)",
+                field="catalog",
+            )
+        return tables.load(self.topic(topic, fresh=True))
+
+    def live_files(self, topic: str, *, scheme: str = "s3") -> list[str]:
+        """URIs of the topic's live L1 files (what its Iceberg table lists), partition by
+        partition in offset order; never the bare directory, which also holds files replaced
+        but within their grace period, and a deleted topic's leftovers."""
+        info = self.topic(topic, fresh=True)
+        heads = self.metadata.get_heads(topic, range(info.partitions)).values()
+        return [f"{scheme}://{self.config.bucket}/{key}" for key in self.index.live_l1_keys(heads)]
 
     def offsets(self, topic: str, partition: int) -> Offsets:
         check_non_negative("partition", partition)

@@ -12,6 +12,11 @@ writer may still need (DESIGN.md sections 4.7 and 7).
 3. List the bucket's objectlog prefixes and delete what is not referenced and was written (by
    the ULID in its name) at or before the horizon.
 
+With topics' Iceberg tables (services/tables.py), every file a retained snapshot lists counts
+as referenced too (a reader time-travelling to it still finds its data), and table metadata
+no table reaches any more (files of expired snapshots, replaced metadata) is deleted once it
+is older than the horizon; its names carry no ULID, so its age is its last-modified time.
+
 Invariant 7 follows: after a run, every object is referenced by the index, or is newer than
 the GC horizon.
 """
@@ -20,9 +25,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from objectlog.clock import Clock
-from objectlog.format.layout import INDEX_DIR, L0_DIR, TOPICS_DIR, object_key, object_time_ms
+from objectlog.format.layout import (
+    INDEX_DIR,
+    L0_DIR,
+    TABLES_DIR,
+    TOPICS_DIR,
+    object_key,
+    object_time_ms,
+)
 from objectlog.services.index import IndexStore
 from objectlog.stores.metadata import MetadataStore, PartitionHead
 from objectlog.stores.objects import ObjectInfo, ObjectStore
@@ -49,6 +62,7 @@ class GarbageCollector:
         prefix: str,
         clock: Clock,
         min_age_ms: int = DEFAULT_MIN_AGE_MS,
+        tables: RetainedFiles | None = None,
     ) -> None:
         self.store = store
         self.metadata = metadata
@@ -56,6 +70,7 @@ class GarbageCollector:
         self.prefix = prefix
         self.clock = clock
         self.min_age_ms = min_age_ms
+        self.tables = tables
 
     def run(self, *, dry_run: bool = False) -> GcReport:
         now = self.clock.now_ms()
@@ -69,7 +84,7 @@ class GarbageCollector:
         report.referenced = len(referenced)
         objects = list(self._objects())
         report.scanned = len(objects)
-        doomed = _unreferenced_before(objects, referenced, report.horizon_ms)
+        doomed = _unreferenced_before(objects, referenced, report.horizon_ms, self._table_dir)
         report.deleted = [info.key for info in doomed]
         report.deleted_bytes = sum(info.size for info in doomed)
         if doomed and not dry_run:
@@ -80,7 +95,8 @@ class GarbageCollector:
         """Objects no index references (nor retired within grace) written at or before
         horizon_ms: after a collection with that horizon, none (invariant 7)."""
         referenced = self.referenced(self._heads(), self.clock.now_ms())
-        return [info.key for info in _unreferenced_before(self._objects(), referenced, horizon_ms)]
+        stale = _unreferenced_before(self._objects(), referenced, horizon_ms, self._table_dir)
+        return [info.key for info in stale]
 
     def referenced(self, heads: Iterable[PartitionHead], now_ms: int) -> set[str]:
         """Every object key the index needs now, or retired within the grace period."""
@@ -97,7 +113,13 @@ class GarbageCollector:
                 keys.add(entry.key)
                 manifest = self.index.manifest(entry.key)
                 keys.update(object_key(self.prefix, r.level, r.object_id) for r in manifest.refs)
+        if self.tables is not None:
+            keys.update(_bucket_key(uri) for uri in self.tables.retained_keys())
         return keys
+
+    @property
+    def _table_dir(self) -> str:
+        return self.prefix + TABLES_DIR
 
     def _heads(self) -> list[PartitionHead]:
         names = self.metadata.registered_names()
@@ -107,18 +129,35 @@ class GarbageCollector:
         return heads
 
     def _objects(self) -> Iterator[ObjectInfo]:
-        for directory in (L0_DIR, INDEX_DIR, TOPICS_DIR):
+        directories = [L0_DIR, INDEX_DIR, TOPICS_DIR]
+        if self.tables is not None:
+            directories.append(TABLES_DIR)
+        for directory in directories:
             yield from self.store.list(self.prefix + directory)
 
 
+class RetainedFiles(Protocol):
+    def retained_keys(self) -> set[str]:
+        """URIs of every object the topics' tables still reach."""
+        ...
+
+
+def _bucket_key(uri: str) -> str:
+    """s3://bucket/key -> key."""
+    return uri.split("://", 1)[-1].split("/", 1)[-1]
+
+
 def _unreferenced_before(
-    objects: Iterable[ObjectInfo], referenced: set[str], horizon_ms: int
+    objects: Iterable[ObjectInfo], referenced: set[str], horizon_ms: int, table_dir: str
 ) -> list[ObjectInfo]:
-    """The objects not referenced and written (by their name's ULID) at or before horizon_ms;
-    an object whose name has no ULID is not objectlog's and is never deleted."""
+    """The objects not referenced and written (by their name's ULID; table metadata by its
+    last-modified time) at or before horizon_ms; any other object whose name has no ULID is
+    not objectlog's and is never deleted."""
     doomed = []
     for info in objects:
         written = object_time_ms(info.key)
+        if written is None and info.key.startswith(table_dir):
+            written = info.last_modified_ms
         if info.key not in referenced and written is not None and written <= horizon_ms:
             doomed.append(info)
     return doomed

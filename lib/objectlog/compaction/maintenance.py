@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from objectlog.clock import Clock
 from objectlog.compaction.compactor import CompactionSettings, Compactor, PartitionReport
@@ -21,6 +21,9 @@ from objectlog.stores.leases import LeaseStore
 from objectlog.stores.metadata import MetadataStore
 from objectlog.stores.objects import ObjectStore
 
+if TYPE_CHECKING:  # pyiceberg is imported only where tables are used
+    from objectlog.services.tables import TableReport, Tables
+
 
 class MaintainedLog(Protocol):
     """What maintenance needs of a log (objectlog.ObjectLog has it all)."""
@@ -33,15 +36,22 @@ class MaintainedLog(Protocol):
     index: IndexStore
     footers: Footers
 
+    @property
+    def tables(self) -> Tables | None: ...
+
     def list_topics(self) -> list[str]: ...
 
     def topic(self, name: str, *, fresh: bool = False) -> Topic: ...
+
+    def live_files(self, topic: str, *, scheme: str = "s3") -> list[str]: ...
 
 
 @dataclass
 class MaintenanceReport:
     dry_run: bool
     partitions: list[PartitionReport] = field(default_factory=list)
+    tables: list[TableReport] = field(default_factory=list)
+    tables_dropped: list[str] = field(default_factory=list)
     gc: GcReport | None = None
     seconds: float = 0.0
 
@@ -81,7 +91,9 @@ def compactor_for(log: MaintainedLog, settings: CompactionSettings | None = None
 
 
 def collector_for(log: MaintainedLog, min_age_ms: int | None = None) -> GarbageCollector:
-    collector = GarbageCollector(log.store, log.metadata, log.index, log.config.prefix, log.clock)
+    collector = GarbageCollector(
+        log.store, log.metadata, log.index, log.config.prefix, log.clock, tables=log.tables
+    )
     if min_age_ms is not None:
         collector.min_age_ms = min_age_ms
     return collector
@@ -108,6 +120,7 @@ def run_maintenance(
     report = MaintenanceReport(dry_run)
     compactor = compactor_for(log, settings)
     names = list(topics) if topics is not None else log.list_topics()
+    tabled: dict[str, Topic] = {}
     for name in names:
         try:
             topic = log.topic(name, fresh=True)
@@ -123,6 +136,12 @@ def run_maintenance(
             report.partitions.append(result)
             if on_partition is not None:
                 on_partition(result)
+        if log.tables is not None and topic.config.table_enabled:
+            tabled[name] = topic
+            if not dry_run:  # after the swaps: the table follows the index, never leads it
+                report.tables.append(log.tables.reconcile(topic, log.live_files(name)))
+    if log.tables is not None and topics is None and not dry_run:
+        report.tables_dropped = log.tables.drop_stale(tabled)
     if collect:
         report.gc = collector_for(log, gc_min_age_ms).run(dry_run=dry_run)
     report.seconds = time.monotonic() - started

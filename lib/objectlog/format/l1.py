@@ -53,8 +53,14 @@ def _with_field_id(field: pa.Field, path: str) -> pa.Field:
     return field.with_type(kind).with_metadata({b"PARQUET:field_id": field_id})
 
 
+def _plain_string(field: pa.Field) -> pa.Field:
+    """topic as a string in the file's Arrow schema (Iceberg has no dictionary type); Parquet
+    still dictionary-encodes it (write_parquet's use_dictionary)."""
+    return field.with_type(pa.string()) if pa.types.is_dictionary(field.type) else field
+
+
 # The segment schema with Iceberg field ids (format.tables.FIELD_IDS) on every column.
-L1_SCHEMA = pa.schema([_with_field_id(f, f.name) for f in SCHEMA])
+L1_SCHEMA = pa.schema([_with_field_id(_plain_string(f), f.name) for f in SCHEMA])
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ l0/<xy>/<ulid>.l0                                   L0 intake objects; <xy> = th
 index/<topic-id>/<partition>/m-<ulid>.json          manifests
 index/<topic-id>/<partition>/l-<ulid>.json          manifest lists
 topics/<topic>/<topic-id>/partition=<p>/<...>.parquet   L1 files (the compactor's)
+tables/<table>-<topic-id>/metadata/...              Iceberg metadata of the topics' tables
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from objectlog.clock import ulid_time_ms
 L0_DIR = "l0/"
 INDEX_DIR = "index/"
 TOPICS_DIR = "topics/"
+TABLES_DIR = "tables/"
 
 
 def l0_key(prefix: str, ulid: str) -> str:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from objectlog.cache import LruCache
 from objectlog.clock import Clock, new_ulid
-from objectlog.format.index import Manifest, ManifestEntry, ManifestList, PlacedRef, Retired, place
-from objectlog.format.layout import manifest_key, manifest_list_key
+from objectlog.format.index import (
+    LEVEL_L1,
+    Manifest,
+    ManifestEntry,
+    ManifestList,
+    PlacedRef,
+    Retired,
+    place,
+)
+from objectlog.format.layout import manifest_key, manifest_list_key, object_key
 from objectlog.stores.metadata import MetadataStore, PartitionHead
 from objectlog.stores.objects import ObjectStore
 
@@ -73,6 +81,16 @@ class IndexStore:
 
     def all_placed_refs(self, head: PartitionHead) -> Iterator[PlacedRef]:
         return self.placed_refs(head, head.log_start_offset)
+
+    def live_l1_keys(self, heads: Iterable[PartitionHead]) -> list[str]:
+        """The L1 files the heads' index references now, partition by partition in offset
+        order: what spark.read.parquet and the topic's Iceberg table should see."""
+        keys: dict[str, None] = {}
+        for head in sorted(heads, key=lambda h: h.partition):
+            for placed in self.all_placed_refs(head):
+                if placed.ref.level == LEVEL_L1:
+                    keys.setdefault(object_key(self.prefix, LEVEL_L1, placed.ref.object_id))
+        return list(keys)
 
     def needs_spill(self, head: PartitionHead) -> bool:
         return len(head.tail) > TAIL_MAX

@@ -11,22 +11,8 @@ manifests they point at list exactly the files that are live now.
 from __future__ import annotations
 
 from objectlog.clients.direct import ObjectLog
-from objectlog.format.index import LEVEL_L1
-from objectlog.format.layout import object_key
 
 
 def live_files(log: ObjectLog, topic: str, *, scheme: str = "s3") -> list[str]:
     """URIs of the topic's live L1 files, partition by partition, in offset order."""
-    info = log.topic(topic, fresh=True)
-    heads = log.metadata.get_heads(topic, range(info.partitions))
-    files: list[str] = []
-    seen: set[str] = set()
-    for partition in sorted(heads):
-        for placed in log.index.all_placed_refs(heads[partition]):
-            if placed.ref.level != LEVEL_L1:
-                continue
-            key = object_key(log.config.prefix, LEVEL_L1, placed.ref.object_id)
-            if key not in seen:
-                seen.add(key)
-                files.append(f"{scheme}://{log.config.bucket}/{key}")
-    return files
+    return log.live_files(topic, scheme=scheme)

@@ -1,0 +1,310 @@
+"""Topics as Iceberg tables, zero copy (DESIGN.md section 11).
+
+One table per topic lists exactly the topic's live L1 files: the compactor reconciles it
+after every run, never before the index swap, by comparing the files the index references
+with the files the table's current snapshot lists and committing the difference as one
+snapshot (only additions: an append, which streaming readers follow; anything removed:
+an overwrite). Reconciling is idempotent, so a crash between the swap and the table commit
+heals on the next run, and a run that has nothing to merge still reconciles (the table trails
+the log by at most two compaction intervals). In the same commit, snapshots older than the
+delete grace period are expired; garbage collection keeps every file a retained snapshot
+lists (retained_keys) and deletes table metadata nothing reaches.
+
+The table is unpartitioned: each L1 file holds one partition and carries min/max statistics
+for ``partition`` and ``topic``, so readers prune files by those metrics; files written before
+the statistics existed are simply never pruned (and never mis-read, as a partitioned table
+would mis-read them). A table knows its topic by the topic id in its properties: a deleted
+topic's table is dropped, and a recreated topic gets a fresh table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NamespaceAlreadyExistsError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    ValidationException,
+)
+from pyiceberg.io.pyarrow import parquet_file_to_data_file
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table, TableProperties
+from pyiceberg.table.name_mapping import create_mapping_from_schema
+from pyiceberg.table.update.snapshot import ExpireSnapshots
+from pyiceberg.types import (
+    BinaryType,
+    IntegerType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestamptzType,
+)
+
+from objectlog.clock import Clock
+from objectlog.errors import StorageUnavailable
+from objectlog.format.tables import FIELD_IDS, PROPERTY_TOPIC, PROPERTY_TOPIC_ID, table_name
+from objectlog.format.topics import Topic
+
+COMMIT_ATTEMPTS = 5
+RETRY_BACKOFF_S = 0.05
+IDS = FIELD_IDS
+
+SCHEMA = Schema(
+    NestedField(IDS["key"], "key", BinaryType(), required=False),
+    NestedField(IDS["value"], "value", BinaryType(), required=False),
+    NestedField(IDS["topic"], "topic", StringType(), required=False),
+    NestedField(IDS["partition"], "partition", IntegerType(), required=False),
+    NestedField(IDS["offset"], "offset", LongType(), required=False),
+    NestedField(IDS["timestamp"], "timestamp", TimestamptzType(), required=False),
+    NestedField(IDS["timestampType"], "timestampType", IntegerType(), required=False),
+    NestedField(
+        IDS["headers"],
+        "headers",
+        ListType(
+            IDS["headers.element"],
+            StructType(
+                NestedField(IDS["headers.element.key"], "key", StringType(), required=False),
+                NestedField(IDS["headers.element.value"], "value", BinaryType(), required=False),
+            ),
+            element_required=False,
+        ),
+        required=False,
+    ),
+)
+
+# Replacing files after another writer appended must not fail the run: both read snapshots
+# (FACTS.md: a replace after another writer's append fails otherwise).
+# Metrics (min/max in the manifests) for the columns L1 files keep statistics for, none for the
+# rest: readers prune files by partition, topic, offset and time, and keys and values stay out
+# of the manifests.
+PRUNED_BY = ("topic", "partition", "offset", "timestamp")
+TABLE_PROPERTIES = {
+    "write.delete.isolation-level": "snapshot",
+    "write.update.isolation-level": "snapshot",
+    TableProperties.DEFAULT_NAME_MAPPING: create_mapping_from_schema(SCHEMA).model_dump_json(),
+    "write.metadata.metrics.default": "none",
+    **{f"write.metadata.metrics.column.{column}": "full" for column in PRUNED_BY},
+}
+
+
+@dataclass(frozen=True)
+class TableReport:
+    """What one reconcile did to a topic's table."""
+
+    topic: str
+    table: str  # namespace.name
+    added: int = 0
+    removed: int = 0
+    created: bool = False
+    snapshot_id: int | None = None
+    expired: int = 0
+
+
+@dataclass(frozen=True)
+class TableState:
+    """A topic's table beside its log: what `objectlog topics describe` shows."""
+
+    table: str
+    snapshot_id: int | None
+    snapshot_ms: int | None
+    files: int
+    missing: int  # live L1 files the table does not list yet
+    stale: int  # files the table lists that the index no longer references
+
+    @property
+    def lag_files(self) -> int:
+        return self.missing + self.stale
+
+
+class Tables:
+    """The topics' tables in one catalog namespace (the compactor's, and readers')."""
+
+    def __init__(
+        self,
+        catalog: Any,
+        namespace: str,
+        warehouse: str,
+        clock: Clock,
+        retain_ms: int,
+    ) -> None:
+        self.catalog = catalog
+        self.namespace = namespace
+        self.warehouse = warehouse.rstrip("/") + "/"
+        self.clock = clock
+        self.retain_ms = retain_ms
+        self._namespace_ready = False
+
+    def identifier(self, topic: str) -> tuple[str, str]:
+        return (self.namespace, table_name(topic))
+
+    def load(self, topic: Topic) -> Table | None:
+        """The topic's table, if it has one for this topic id."""
+        try:
+            table = self.catalog.load_table(self.identifier(topic.name))
+        except NoSuchTableError:
+            return None
+        if table.properties.get(PROPERTY_TOPIC_ID) != topic.topic_id:
+            return None
+        return table
+
+    def reconcile(self, topic: Topic, live: Sequence[str]) -> TableReport:
+        """Make the table list exactly the live files (URIs), in one snapshot."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                return self._reconcile_once(topic, live)
+            except (CommitFailedException, ValidationException, TableAlreadyExistsError):
+                if attempt == COMMIT_ATTEMPTS:
+                    raise StorageUnavailable(
+                        f"table of topic {topic.name!r}: {COMMIT_ATTEMPTS} commits lost a race"
+                    ) from None
+                time.sleep(RETRY_BACKOFF_S * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def state(self, topic: Topic, live: Sequence[str]) -> TableState | None:
+        table = self.load(topic)
+        if table is None:
+            return None
+        listed = _data_files(table)
+        snapshot = table.current_snapshot()
+        return TableState(
+            table=".".join(self.identifier(topic.name)),
+            snapshot_id=snapshot.snapshot_id if snapshot else None,
+            snapshot_ms=snapshot.timestamp_ms if snapshot else None,
+            files=len(listed),
+            missing=len(set(live) - set(listed)),
+            stale=len(set(listed) - set(live)),
+        )
+
+    def drop_stale(self, topics: Mapping[str, Topic]) -> list[str]:
+        """Drop the tables of deleted topics (or of a previous topic of the same name)."""
+        dropped = []
+        for identifier in self._objectlog_tables():
+            table = self.catalog.load_table(identifier)
+            topic = topics.get(table.properties.get(PROPERTY_TOPIC, ""))
+            if topic is None or table.properties.get(PROPERTY_TOPIC_ID) != topic.topic_id:
+                self.catalog.drop_table(identifier)
+                dropped.append(".".join(identifier))
+        return dropped
+
+    def retained_keys(self) -> set[str]:
+        """Every object the tables still reach (URIs): data files of retained snapshots, their
+        manifest lists and manifests, and the current and logged metadata files."""
+        keys: set[str] = set()
+        for identifier in self._objectlog_tables():
+            table = self.catalog.load_table(identifier)
+            keys.add(table.metadata_location)
+            keys.update(entry.metadata_file for entry in table.metadata.metadata_log)
+            for snapshot in table.metadata.snapshots:
+                keys.add(snapshot.manifest_list)
+                for manifest in snapshot.manifests(table.io):
+                    keys.add(manifest.manifest_path)
+                    for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+                        keys.add(entry.data_file.file_path)
+        return keys
+
+    # ---- internals --------------------------------------------------------------------
+
+    def _reconcile_once(self, topic: Topic, live: Sequence[str]) -> TableReport:
+        table, created = self._table(topic)
+        listed = _data_files(table)
+        added = [path for path in live if path not in listed]
+        removed = [listed[path] for path in listed if path not in set(live)]
+        expire_before = datetime.fromtimestamp(
+            (self.clock.now_ms() - self.retain_ms) / 1000, tz=UTC
+        )
+        with table.transaction() as tx:
+            if added or removed:
+                update = tx.update_snapshot(
+                    snapshot_properties={"objectlog.topic-id": topic.topic_id}
+                )
+                producer = update.overwrite() if removed else update.fast_append()
+                with producer as snapshot:
+                    for data_file in removed:
+                        snapshot.delete_data_file(data_file)
+                    for path in added:
+                        snapshot.append_data_file(
+                            parquet_file_to_data_file(table.io, tx.table_metadata, path)
+                        )
+            expired = _expire(tx, expire_before)
+        current = table.refresh().current_snapshot()
+        return TableReport(
+            topic=topic.name,
+            table=".".join(self.identifier(topic.name)),
+            added=len(added),
+            removed=len(removed),
+            created=created,
+            snapshot_id=current.snapshot_id if current else None,
+            expired=expired,
+        )
+
+    def _table(self, topic: Topic) -> tuple[Table, bool]:
+        identifier = self.identifier(topic.name)
+        try:
+            table = self.catalog.load_table(identifier)
+            if table.properties.get(PROPERTY_TOPIC_ID) == topic.topic_id:
+                return table, False
+            self.catalog.drop_table(identifier)  # the table of a deleted topic of that name
+        except NoSuchTableError:
+            pass
+        self._ensure_namespace()
+        table = self.catalog.create_table(
+            identifier,
+            schema=SCHEMA,
+            location=f"{self.warehouse}{identifier[1]}-{topic.topic_id.lower()}",
+            properties={
+                **TABLE_PROPERTIES,
+                PROPERTY_TOPIC: topic.name,
+                PROPERTY_TOPIC_ID: topic.topic_id,
+            },
+        )
+        return table, True
+
+    def _ensure_namespace(self) -> None:
+        if self._namespace_ready:
+            return
+        with contextlib.suppress(NamespaceAlreadyExistsError):
+            self.catalog.create_namespace(self.namespace)
+        self._namespace_ready = True
+
+    def _objectlog_tables(self) -> Iterable[tuple[str, str]]:
+        try:
+            identifiers = self.catalog.list_tables(self.namespace)
+        except NoSuchNamespaceError:  # no table was ever created
+            return []
+        found = []
+        for identifier in identifiers:
+            table = self.catalog.load_table(identifier)
+            if PROPERTY_TOPIC_ID in table.properties:
+                found.append(tuple(identifier))
+        return found
+
+
+def _data_files(table: Table) -> dict[str, Any]:
+    """The current snapshot's data files by path."""
+    if table.current_snapshot() is None:
+        return {}
+    return {task.file.file_path: task.file for task in table.scan().plan_files()}
+
+
+def _expire(tx: Any, before: datetime) -> int:
+    """Expire (within tx) the snapshots older than before, the current one excepted."""
+    metadata = tx.table_metadata
+    current = metadata.current_snapshot_id
+    doomed = [
+        s.snapshot_id
+        for s in metadata.snapshots
+        if s.snapshot_id != current and s.timestamp_ms < before.timestamp() * 1000
+    ]
+    if doomed:
+        ExpireSnapshots(transaction=tx).by_ids(doomed).commit()
+    return len(doomed)
