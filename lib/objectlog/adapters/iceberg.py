@@ -61,7 +61,13 @@ def load_catalog(config: Config) -> Any:
                 glue["glue.session-token"] = properties["s3.session-token"]
         return GlueCatalog(CATALOG_NAME, **properties, **glue)
     if spec.startswith(SQL_SCHEMES):
-        from pyiceberg.catalog.sql import SqlCatalog
+        try:
+            from pyiceberg.catalog.sql import SqlCatalog
+        except ImportError as e:
+            raise InvalidConfig(
+                f"a SQL catalog needs SQLAlchemy ({e}): pip install 'objectlog[server]'",
+                field="catalog",
+            ) from e
 
         return SqlCatalog(CATALOG_NAME, uri=spec, warehouse=warehouse(config), **properties)
     raise InvalidConfig(
