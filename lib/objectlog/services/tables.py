@@ -23,7 +23,6 @@ import contextlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from pyiceberg.exceptions import (
@@ -56,6 +55,9 @@ from objectlog.format.tables import FIELD_IDS, PROPERTY_TOPIC, PROPERTY_TOPIC_ID
 from objectlog.format.topics import Topic
 
 COMMIT_ATTEMPTS = 5
+# When objectlog committed a snapshot, by its own (injected) clock: expiry and the delete grace
+# period are measured on the same clock as the rest of compaction and GC.
+COMMITTED_MS = "objectlog.committed-ms"
 RETRY_BACKOFF_S = 0.05
 IDS = FIELD_IDS
 
@@ -219,13 +221,14 @@ class Tables:
         listed = _data_files(table)
         added = [path for path in live if path not in listed]
         removed = [listed[path] for path in listed if path not in set(live)]
-        expire_before = datetime.fromtimestamp(
-            (self.clock.now_ms() - self.retain_ms) / 1000, tz=UTC
-        )
+        now_ms = self.clock.now_ms()
         with table.transaction() as tx:
             if added or removed:
                 update = tx.update_snapshot(
-                    snapshot_properties={"objectlog.topic-id": topic.topic_id}
+                    snapshot_properties={
+                        PROPERTY_TOPIC_ID: topic.topic_id,
+                        COMMITTED_MS: str(now_ms),
+                    }
                 )
                 producer = update.overwrite() if removed else update.fast_append()
                 with producer as snapshot:
@@ -235,7 +238,7 @@ class Tables:
                         snapshot.append_data_file(
                             parquet_file_to_data_file(table.io, tx.table_metadata, path)
                         )
-            expired = _expire(tx, expire_before)
+            expired = _expire(tx, now_ms - self.retain_ms)
         current = table.refresh().current_snapshot()
         return TableReport(
             topic=topic.name,
@@ -296,15 +299,20 @@ def _data_files(table: Table) -> dict[str, Any]:
     return {task.file.file_path: task.file for task in table.scan().plan_files()}
 
 
-def _expire(tx: Any, before: datetime) -> int:
-    """Expire (within tx) the snapshots older than before, the current one excepted."""
+def _expire(tx: Any, before_ms: int) -> int:
+    """Expire (within tx) the snapshots committed before before_ms, the current one excepted."""
     metadata = tx.table_metadata
     current = metadata.current_snapshot_id
     doomed = [
         s.snapshot_id
         for s in metadata.snapshots
-        if s.snapshot_id != current and s.timestamp_ms < before.timestamp() * 1000
+        if s.snapshot_id != current and _committed_ms(s) < before_ms
     ]
     if doomed:
         ExpireSnapshots(transaction=tx).by_ids(doomed).commit()
     return len(doomed)
+
+
+def _committed_ms(snapshot: Any) -> int:
+    stamp = snapshot.summary[COMMITTED_MS] if snapshot.summary is not None else None
+    return int(stamp) if stamp is not None else int(snapshot.timestamp_ms)
