@@ -151,6 +151,17 @@ def assert_every_reader_sees_the_log(log: ObjectLog, topic: str) -> None:
     assert duckdb_rows(log, table.metadata_location) == expected
 
 
+def assert_a_partition_filter_opens_only_that_partitions_files(log: ObjectLog, topic: str) -> None:
+    table = log.table(topic)
+    everything = [task.file.file_path for task in table.scan().plan_files()]
+    for partition in range(log.topic(topic).partitions):
+        opened = [
+            task.file.file_path
+            for task in table.scan(row_filter=f"partition == {partition}").plan_files()
+        ]
+        assert opened == [p for p in everything if f"/partition={partition}/" in p], partition
+
+
 def test_readers_see_exactly_the_compacted_log_after_merges_retention_and_key_compaction(
     tabled: ObjectLog, clock: ManualClock
 ) -> None:
@@ -162,6 +173,7 @@ def test_readers_see_exactly_the_compacted_log_after_merges_retention_and_key_co
     assert {r.topic: r.created for r in first.tables} == {"events": True, "state": True}
     for topic in ("events", "state"):
         assert_every_reader_sees_the_log(tabled, topic)
+    assert_a_partition_filter_opens_only_that_partitions_files(tabled, "events")
 
     clock.advance(61_000)  # events: the first flushes fall out of retention
     for topic in ("events", "state"):
