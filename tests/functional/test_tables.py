@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 
 from objectlog import ObjectLog
 from objectlog.clock import ManualClock
@@ -25,6 +26,7 @@ from objectlog.format.index import LEVEL_L1
 from objectlog.format.segment import SCHEMA, write_parquet
 from objectlog.format.tables import table_name
 from objectlog.services.tables import Tables
+from objectlog.tools.cli import main
 
 SMALL = CompactionSettings(target_file_bytes=4 << 10, row_group_bytes=1 << 10)
 Row = tuple[Any, ...]
@@ -186,7 +188,9 @@ def test_readers_see_exactly_the_compacted_log_after_merges_retention_and_key_co
     assert tabled.offsets("events", 0).earliest > 0  # retention did move the log start
 
 
-def test_names_map_apart_and_a_recreated_topic_gets_a_fresh_table(tabled: ObjectLog) -> None:
+def test_names_map_apart_and_a_recreated_topic_gets_a_fresh_table(
+    tabled: ObjectLog, log_env: dict[str, str]
+) -> None:
     for name in ("Orders.v1-EU", "orders_v1_eu"):
         tabled.create_topic(name)
         produce(tabled, name, flushes=20)
@@ -194,6 +198,13 @@ def test_names_map_apart_and_a_recreated_topic_gets_a_fresh_table(tabled: Object
     first = {name: tabled.table(name) for name in ("Orders.v1-EU", "orders_v1_eu")}
     assert {t.name()[1] for t in first.values()} == {"orders_v1_eu", table_name("Orders.v1-EU")}
     assert first["Orders.v1-EU"].name() != first["orders_v1_eu"].name()
+    described = CliRunner().invoke(
+        main,
+        ["topics", "describe", "Orders.v1-EU"],
+        env={**log_env, "OBJECTLOG_CATALOG": tabled.config.catalog or ""},
+    )
+    assert f"Table: objectlog.{table_name('Orders.v1-EU')}" in described.output, described.output
+    assert "Lag: 0 file(s) behind the index" in described.output
 
     tabled.delete_topic("orders_v1_eu")
     report = maintain(tabled)

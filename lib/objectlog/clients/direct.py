@@ -45,7 +45,7 @@ from objectlog.stores.s3 import S3ObjectStore
 
 if TYPE_CHECKING:
     from objectlog.clients.http import HttpObjectLog
-    from objectlog.services.tables import Tables
+    from objectlog.services.tables import Tables, TableState
 
 
 class ObjectLog:
@@ -338,6 +338,13 @@ class ObjectLog:
                 field="catalog",
             )
         return tables.load(self.topic(topic, fresh=True))
+
+    def table_state(self, topic: str) -> TableState | None:
+        """The topic's table beside its log (snapshot, files, how many it trails the index by),
+        or None without a catalog or before the compactor first registered it."""
+        if self.tables is None:
+            return None
+        return self.tables.state(self.topic(topic, fresh=True), self.live_files(topic))
 
     def live_files(self, topic: str, *, scheme: str = "s3") -> list[str]:
         """URIs of the topic's live L1 files (what its Iceberg table lists), partition by

@@ -230,9 +230,15 @@ def topics_list(ctx: click.Context) -> None:
 @click.pass_context
 @clear_errors
 def topics_describe(ctx: click.Context, name: str, as_json: bool) -> None:
-    description = _log(ctx).describe_topic(name)
+    log = _log(ctx)
+    description = log.describe_topic(name)
+    catalog = log.config.catalog if isinstance(log, ObjectLog) else None
+    table = log.table_state(name) if isinstance(log, ObjectLog) else None
     if as_json:
-        click.echo(json.dumps(description.to_dict(), indent=2))
+        body = description.to_dict()
+        if table is not None:
+            body["table"] = {**vars(table), "catalog": catalog, "lag_files": table.lag_files}
+        click.echo(json.dumps(body, indent=2))
         return
     topic = description.topic
     configs = ",".join(f"{k}={v}" for k, v in sorted(topic.config.overrides.items()))
@@ -244,6 +250,12 @@ def topics_describe(ctx: click.Context, name: str, as_json: bool) -> None:
         click.echo(
             f"\tPartition: {p.partition}\tLogStartOffset: {p.log_start_offset}\t"
             f"HighWatermark: {p.high_watermark}\tSegments: {p.segments}\tBytes: {p.bytes}"
+        )
+    if table is not None:
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((table.snapshot_ms or 0) / 1000))
+        click.echo(
+            f"Table: {table.table}\tCatalog: {catalog}\tSnapshot: {table.snapshot_id} "
+            f"({when})\tFiles: {table.files}\tLag: {table.lag_files} file(s) behind the index"
         )
 
 
