@@ -7,11 +7,13 @@ embedded S3: moto's Glue loses concurrent commits (FACTS.md)."""
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
@@ -322,3 +324,50 @@ def test_l1_files_written_before_tables_read_correctly(
     assert one.to_arrow().num_rows == len(
         [row for row in compacted_rows(tabled, "old") if row[0] == 1]
     )
+
+
+def test_records_older_than_the_table_lag_reach_the_table_from_the_heads_tail(
+    tabled: ObjectLog, clock: ManualClock
+) -> None:
+    """A quiet topic's newest flushes sit in the head's tail, where compaction leaves them,
+    until they are older than objectlog.table.lag.ms: then a run spills and merges them."""
+    tabled.create_topic("quiet", config={"objectlog.table.lag.ms": "60000"})
+    produce(tabled, "quiet", flushes=2)
+    maintain(tabled)
+    assert len(tabled.metadata.get_head("quiet", 0).tail) == 2  # younger than the lag target
+    assert tabled.table("quiet").scan().to_arrow().num_rows == 0
+
+    clock.advance(60_001)
+    report = maintain(tabled)
+    assert tabled.metadata.get_head("quiet", 0).tail == ()
+    assert report.tables[0].added > 0
+    assert tabled.table("quiet").scan().to_arrow().num_rows == 20  # every record produced
+    assert_every_reader_sees_the_log(tabled, "quiet")
+    assert len(tabled.fetch("quiet", 0, 0, max_records=100).records) == 20
+
+
+def test_without_a_table_the_heads_tail_keeps_its_newest_refs(
+    tabled: ObjectLog, clock: ManualClock
+) -> None:
+    tabled.create_topic("plain", config={"objectlog.table.enabled": "false"})
+    produce(tabled, "plain", flushes=2)
+    clock.advance(3_600_000)
+    maintain(tabled)
+    assert len(tabled.metadata.get_head("plain", 0).tail) == 2
+
+
+def test_the_glue_catalog_on_the_endpoint_keeps_the_table(
+    log_config: Config, clock: ManualClock
+) -> None:
+    """One writer (moto's Glue ignores VersionId, so no concurrency here: FACTS.md)."""
+    namespace = f"objectlog_{uuid.uuid4().hex[:8]}"
+    config = replace(log_config, catalog="glue", table_namespace=namespace)
+    with ObjectLog(config, clock=clock) as log:
+        log.ensure_resources()
+        log.create_topic("Orders.v1", partitions=2)
+        produce(log, "Orders.v1", flushes=20)
+        maintain(log)
+        assert_every_reader_sees_the_log(log, "Orders.v1")
+        glue = boto3.client("glue", endpoint_url=config.glue_endpoint, region_name=config.region)
+        stored = glue.get_table(DatabaseName=namespace, Name=table_name("Orders.v1"))["Table"]
+        assert stored["Parameters"]["metadata_location"] == log.table("Orders.v1").metadata_location

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from objectlog.clock import Clock, new_ulid
+from objectlog.clock import Clock, new_ulid, ulid_time_ms
 from objectlog.format.index import (
     LEVEL_L0,
     LEVEL_L1,
@@ -174,6 +174,26 @@ def _within_budget(refs: Sequence[PlacedRef], budget: int) -> list[PlacedRef]:
     return out
 
 
+def tail_refs_kept(tail: Sequence[SegmentRef], now_ms: int, table_lag_ms: int | None) -> int:
+    """How many of the newest tail refs a compaction run leaves in the head: TAIL_KEEP (hot
+    data stays in the head), fewer where a table must not lag: none written before
+    now - table_lag_ms (an L0 ref's object id is a ULID of its write time)."""
+    kept = min(TAIL_KEEP, len(tail))
+    if table_lag_ms is None:
+        return kept
+    cutoff = now_ms - table_lag_ms
+    young = 0
+    for ref in reversed(tail):
+        if _written_ms(ref) <= cutoff:
+            break
+        young += 1
+    return min(kept, young)
+
+
+def _written_ms(ref: SegmentRef) -> int:
+    return ulid_time_ms(ref.object_id) if ref.level == LEVEL_L0 else ref.max_timestamp
+
+
 def _first_l0_run(refs: Sequence[PlacedRef], settings: CompactionSettings) -> list[PlacedRef]:
     """The first run of consecutive L0 refs (what is L1 already stays), within the budget."""
     start = next((i for i, p in enumerate(refs) if p.ref.level == LEVEL_L0), len(refs))
@@ -207,8 +227,15 @@ class Compactor:
         self.owner = owner
 
     def compact_partition(
-        self, topic: Topic, partition: int, *, dry_run: bool = False
+        self,
+        topic: Topic,
+        partition: int,
+        *,
+        dry_run: bool = False,
+        table_lag_ms: int | None = None,
     ) -> PartitionReport:
+        """One partition's run. table_lag_ms (a topic kept as a table): tail refs written
+        longer ago than this are spilled and merged too, so the table gets them this run."""
         report = PartitionReport(topic.name, partition)
         name = f"compact#{topic.name}#{partition}"
         lease = (
@@ -225,7 +252,7 @@ class Compactor:
                 return report
             for refused in range(SWAP_ATTEMPTS):
                 attempt = PartitionReport(topic.name, partition)  # counts of this try only
-                if self._attempt(topic, partition, lease, attempt, dry_run):
+                if self._attempt(topic, partition, lease, attempt, dry_run, table_lag_ms):
                     attempt.refused_swaps = refused
                     return attempt
             report.skipped = "lost race"
@@ -244,13 +271,15 @@ class Compactor:
         lease: Lease | None,
         report: PartitionReport,
         dry_run: bool,
+        table_lag_ms: int | None = None,
     ) -> bool:
         """Plan, execute and commit once; False if the index changed under us (retry)."""
-        head = self._spilled_head(topic, partition, dry_run)
+        head = self._spilled_head(topic, partition, dry_run, table_lag_ms)
         if head is None or head.topic_id != topic.topic_id:
             report.skipped = "gone"
             return True
-        refs = self._manifest_refs(head, as_if_spilled=dry_run)
+        keep = tail_refs_kept(head.tail, self.clock.now_ms(), table_lag_ms)
+        refs = self._manifest_refs(head, as_if_spilled=dry_run, keep=keep)
         proposal = plan(topic, head, refs, self.clock.now_ms(), self.settings)
         report.log_start_before = head.log_start_offset
         report.log_start_after = proposal.log_start
@@ -264,19 +293,26 @@ class Compactor:
         new_refs = self._execute(topic, head, proposal, report)
         return self._commit(head, refs, proposal, new_refs, lease, created, report)
 
-    def _spilled_head(self, topic: Topic, partition: int, dry_run: bool) -> PartitionHead | None:
+    def _spilled_head(
+        self, topic: Topic, partition: int, dry_run: bool, table_lag_ms: int | None
+    ) -> PartitionHead | None:
         head = self.metadata.get_head(topic.name, partition)
-        if head is not None and len(head.tail) > TAIL_KEEP and not dry_run:
-            self.index.spill(head)  # losing the race is fine: someone else spilled
+        if head is None or dry_run:
+            return head
+        keep = tail_refs_kept(head.tail, self.clock.now_ms(), table_lag_ms)
+        if len(head.tail) > keep:
+            self.index.spill(head, keep)  # losing the race is fine: someone else spilled
             head = self.metadata.get_head(topic.name, partition)
         return head
 
-    def _manifest_refs(self, head: PartitionHead, *, as_if_spilled: bool) -> list[PlacedRef]:
+    def _manifest_refs(
+        self, head: PartitionHead, *, as_if_spilled: bool, keep: int
+    ) -> list[PlacedRef]:
         """The refs a swap may replace: those in manifests (a dry run, which does not spill,
         counts the tail refs a spill would move too)."""
         end = head.tail_base
-        if as_if_spilled and len(head.tail) > TAIL_KEEP:
-            end += sum(ref.span for ref in head.tail[: len(head.tail) - TAIL_KEEP])
+        if as_if_spilled and len(head.tail) > keep:
+            end += sum(ref.span for ref in head.tail[: len(head.tail) - keep])
         return [
             placed
             for placed in self.index.placed_refs(head, head.log_start_offset)

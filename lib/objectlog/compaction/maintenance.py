@@ -128,15 +128,19 @@ def run_maintenance(
             if topics is not None:
                 raise
             continue  # deleted since it was listed: its objects are garbage now
+        has_table = log.tables is not None and topic.config.table_enabled
+        table_lag_ms = topic.config.table_lag_ms if has_table else None
         for partition in range(topic.partitions):
             if deadline_s is not None and time.monotonic() >= deadline_s:
                 report.seconds = time.monotonic() - started
                 return report
-            result = compactor.compact_partition(topic, partition, dry_run=dry_run)
+            result = compactor.compact_partition(
+                topic, partition, dry_run=dry_run, table_lag_ms=table_lag_ms
+            )
             report.partitions.append(result)
             if on_partition is not None:
                 on_partition(result)
-        if log.tables is not None and topic.config.table_enabled:
+        if log.tables is not None and has_table:
             tabled[name] = topic
             if not dry_run:  # after the swaps: the table follows the index, never leads it
                 report.tables.append(log.tables.reconcile(topic, log.live_files(name)))

@@ -20,6 +20,9 @@ MIN_COMPACTION_LAG_MS = "min.compaction.lag.ms"
 MAX_MESSAGE_BYTES = "max.message.bytes"
 MESSAGE_TIMESTAMP_TYPE = "message.timestamp.type"
 TABLE_ENABLED = "objectlog.table.enabled"  # objectlog's own: keep an Iceberg table of the topic
+# objectlog's own: a compaction run puts every record older than this into the table (the
+# default is the default compaction interval, so the table trails the log by at most two)
+TABLE_LAG_MS = "objectlog.table.lag.ms"
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
@@ -72,6 +75,7 @@ DEFAULTS: dict[str, str] = {
     MAX_MESSAGE_BYTES: "1048588",
     MESSAGE_TIMESTAMP_TYPE: CREATE_TIME,
     TABLE_ENABLED: "true",
+    TABLE_LAG_MS: "300000",
 }
 
 VALIDATORS: dict[str, Callable[[str], str]] = {
@@ -83,6 +87,7 @@ VALIDATORS: dict[str, Callable[[str], str]] = {
     MAX_MESSAGE_BYTES: _long(0, INT32_MAX),
     MESSAGE_TIMESTAMP_TYPE: _timestamp_type,
     TABLE_ENABLED: _boolean,
+    TABLE_LAG_MS: _long(0),
 }
 
 
@@ -166,6 +171,10 @@ class TopicConfig:
     @property
     def table_enabled(self) -> bool:
         return self.get(TABLE_ENABLED) == "true"
+
+    @property
+    def table_lag_ms(self) -> int:
+        return int(self.get(TABLE_LAG_MS))
 
 
 @dataclass(frozen=True)

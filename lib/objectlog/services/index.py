@@ -95,9 +95,9 @@ class IndexStore:
     def needs_spill(self, head: PartitionHead) -> bool:
         return len(head.tail) > TAIL_MAX
 
-    def spill(self, head: PartitionHead) -> bool:
-        """Move all but the newest TAIL_KEEP tail refs into a manifest; False if we lost a race."""
-        moved = head.tail[: len(head.tail) - TAIL_KEEP]
+    def spill(self, head: PartitionHead, keep: int = TAIL_KEEP) -> bool:
+        """Move all but the newest keep tail refs into a manifest; False if we lost a race."""
+        moved = head.tail[: max(0, len(head.tail) - keep)]
         if not moved:
             return False
         previous = self.manifest_list(head.manifest_list) if head.manifest_list else None
