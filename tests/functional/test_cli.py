@@ -85,6 +85,7 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
         banner = process.stdout.readline()
         assert f"127.0.0.1:{port}" in banner
         assert f"127.0.0.1:{api_port}" in process.stdout.readline()
+        assert " OBJECTLOG_CATALOG=glue" in process.stdout.readline()  # in memory: its Glue
         endpoint = f"http://127.0.0.1:{port}"
         with ObjectLog.connect(s3_endpoint=endpoint, dynamodb_endpoint=endpoint) as log:
             log.create_topic("hello")

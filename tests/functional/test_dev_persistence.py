@@ -4,8 +4,10 @@ invariant 1 for the dev stack: no acknowledged write is lost)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +31,7 @@ class Dev:
         self.options = options
         self.process: subprocess.Popen[str] | None = None
         self.endpoint = ""
+        self.exported: dict[str, str] = {}  # the banner's export line
 
     def start(self) -> Dev:
         port, api_port = free_port(), free_port()
@@ -39,6 +42,9 @@ class Dev:
         banner = self.process.stdout.readline()
         assert f"127.0.0.1:{port}" in banner, banner
         self.endpoint = f"http://127.0.0.1:{port}"
+        while not (line := self.process.stdout.readline()).startswith("  export "):
+            assert line, banner
+        self.exported = dict(pair.split("=", 1) for pair in line.split()[1:])
         return self
 
     def connect(self) -> ObjectLog:
@@ -139,6 +145,39 @@ def test_every_acknowledged_write_survives_a_clean_stop_and_a_kill(dev: Dev) -> 
         committed = log.groups.committed(GROUP, [TopicPartition(TOPIC, 0)])
         assert committed[TopicPartition(TOPIC, 0)] == OffsetAndMetadata(9, "")
         assert producer_ids(log, 3) == producers
+    dev.stop(signal.SIGINT)
+
+
+def test_the_topics_tables_live_in_the_data_directory_and_survive_a_restart(dev: Dev) -> None:
+    """The banner exports the SQL catalog in the data directory; `objectlog compact` with that
+    environment registers the topic's table, which is there again after a restart."""
+    dev.start()
+    catalog = dev.exported["OBJECTLOG_CATALOG"]
+    assert catalog == f"sqlite:///{(dev.data_dir / 'catalog.db').resolve()}"
+    with dev.connect() as log:
+        log.create_topic(TOPIC, partitions=2, config={"objectlog.table.lag.ms": "0"})
+        acknowledged = produce(log, 0, 100)
+    compacted = subprocess.run(
+        [sys.executable, "-m", "objectlog.tools.cli", "compact", "--once"],
+        env={**os.environ, **dev.exported},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert compacted.returncode == 0, compacted.stderr
+    dev.stop(signal.SIGINT)
+
+    dev.start()
+    with ObjectLog.connect(
+        s3_endpoint=dev.endpoint, dynamodb_endpoint=dev.endpoint, catalog=catalog
+    ) as log:
+        rows = log.table(TOPIC).scan().to_arrow()
+        assert rows.num_rows == len(acknowledged)
+        assert set(zip(rows["partition"].to_pylist(), rows["offset"].to_pylist(), strict=True)) == (
+            set(acknowledged)
+        )
+        state = log.table_state(TOPIC)
+        assert state is not None and state.lag_files == 0
     dev.stop(signal.SIGINT)
 
 

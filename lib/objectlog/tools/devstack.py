@@ -7,6 +7,7 @@ data directory that keeps S3 and DynamoDB state across stops:
     .objectlog/stack.json        which DynamoDB the directory holds (moto or local), moto's version
     .objectlog/moto/             moto's checkpoint and journal (tools.persistence)
     .objectlog/dynamodb-local/   DynamoDB Local's -dbPath (with --dynamodb local)
+    .objectlog/catalog.db        the SQL (sqlite) catalog of the topics' Iceberg tables
     .objectlog/logs/             DynamoDB Local's log
 
 A directory written by one DynamoDB is not opened with the other: its tables would be missing.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from objectlog.adapters.iceberg import GLUE
 from objectlog.clients.direct import ObjectLog
 from objectlog.config import Config
 from objectlog.tools.emulators.dynamodb_local import DynamoDBLocal
@@ -30,6 +32,7 @@ from objectlog.tools.persistence import PersistenceError
 DEFAULT_DATA_DIR = Path(".objectlog")
 DYNAMODB_CHOICES = ("moto", "local")
 STACK_FILE = "stack.json"
+CATALOG_FILE = "catalog.db"
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class DevStack:
         self.server: Any = None
         self.gateway: Any = None
         self.log: ObjectLog | None = None
+        self.catalog = ""
         self.api_url = ""
 
     @property
@@ -83,12 +87,14 @@ class DevStack:
             dynamodb_url=dynamodb_url,
             request_log=self.echo if options.log_aws else None,
         ).start()
+        self.catalog = catalog_for(data)
         self.log = ObjectLog(
             Config.from_env(
                 bucket=options.bucket,
                 table=options.table,
                 s3_endpoint=self.endpoint_url,
                 dynamodb_endpoint=dynamodb_url or self.endpoint_url,
+                catalog=self.catalog,
             )
         )
         self.log.ensure_resources()
@@ -109,6 +115,7 @@ class DevStack:
         exports = f"AWS_ENDPOINT_URL={self.endpoint_url} OBJECTLOG_API_URL={self.api_url}"
         if self.dynamodb_local:  # the endpoint forwards DynamoDB there; direct skips a hop
             exports += f" AWS_ENDPOINT_URL_DYNAMODB={self.dynamodb_local.endpoint_url}"
+        exports += f" OBJECTLOG_CATALOG={self.catalog}"  # `objectlog compact` keeps tables there
         lines = [
             f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
             f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
@@ -150,6 +157,15 @@ class DevStack:
                 )
         stack_file.write_text(json.dumps(wanted) + "\n")
         return data
+
+
+def catalog_for(data: Path | None) -> str:
+    """Where the dev stack keeps the topics' tables: a SQL catalog in the data directory, which
+    persists with it (the endpoint journals S3 and DynamoDB, not Glue); in memory, the
+    endpoint's Glue, gone at stop like everything else."""
+    if data is None:
+        return GLUE
+    return f"sqlite:///{(data / CATALOG_FILE).resolve()}"
 
 
 def _moto_version() -> str:
