@@ -206,7 +206,8 @@ def test_names_map_apart_and_a_recreated_topic_gets_a_fresh_table(
         env={**log_env, "OBJECTLOG_CATALOG": tabled.config.catalog or ""},
     )
     assert f"Table: objectlog.{table_name('Orders.v1-EU')}" in described.output, described.output
-    assert "Lag: 0 file(s) behind the index" in described.output
+    # the newest two flushes (10 records each) stay in the head until older than the lag target
+    assert "Lag: 20 offset(s), 0 file(s) behind the log" in described.output
 
     tabled.delete_topic("orders_v1_eu")
     report = maintain(tabled)
@@ -336,6 +337,8 @@ def test_records_older_than_the_table_lag_reach_the_table_from_the_heads_tail(
     maintain(tabled)
     assert len(tabled.metadata.get_head("quiet", 0).tail) == 2  # younger than the lag target
     assert tabled.table("quiet").scan().to_arrow().num_rows == 0
+    state = tabled.table_state("quiet")
+    assert state is not None and (state.offsets_behind, state.lag_files) == (20, 0)
 
     clock.advance(60_001)
     report = maintain(tabled)
@@ -344,6 +347,7 @@ def test_records_older_than_the_table_lag_reach_the_table_from_the_heads_tail(
     assert tabled.table("quiet").scan().to_arrow().num_rows == 20  # every record produced
     assert_every_reader_sees_the_log(tabled, "quiet")
     assert len(tabled.fetch("quiet", 0, 0, max_records=100).records) == 20
+    assert tabled.table_state("quiet").offsets_behind == 0
 
 
 def test_without_a_table_the_heads_tail_keeps_its_newest_refs(

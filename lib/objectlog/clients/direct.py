@@ -344,7 +344,10 @@ class ObjectLog:
         or None without a catalog or before the compactor first registered it."""
         if self.tables is None:
             return None
-        return self.tables.state(self.topic(topic, fresh=True), self.live_files(topic))
+        info = self.topic(topic, fresh=True)
+        heads = self.metadata.get_heads(topic, range(info.partitions))
+        ends = {p: (head.log_start_offset, head.next_offset) for p, head in heads.items()}
+        return self.tables.state(info, self.live_files(topic), ends)
 
     def live_files(self, topic: str, *, scheme: str = "s3") -> list[str]:
         """URIs of the topic's live L1 files (what its Iceberg table lists), partition by

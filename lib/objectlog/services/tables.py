@@ -20,6 +20,7 @@ topic's table is dropped, and a recreated topic gets a fresh table.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ COMMIT_ATTEMPTS = 5
 COMMITTED_MS = "objectlog.committed-ms"
 RETRY_BACKOFF_S = 0.05
 IDS = FIELD_IDS
+_PARTITION_IN_PATH = re.compile(r"/partition=(\d+)/")
 
 SCHEMA = Schema(
     NestedField(IDS["key"], "key", BinaryType(), required=False),
@@ -122,6 +124,7 @@ class TableState:
     files: int
     missing: int  # live L1 files the table does not list yet
     stale: int  # files the table lists that the index no longer references
+    offsets_behind: int  # offsets the log has past the table's last one, summed over partitions
 
     @property
     def lag_files(self) -> int:
@@ -172,12 +175,17 @@ class Tables:
                 time.sleep(RETRY_BACKOFF_S * 2**attempt)
         raise AssertionError("unreachable")
 
-    def state(self, topic: Topic, live: Sequence[str]) -> TableState | None:
+    def state(
+        self, topic: Topic, live: Sequence[str], log_ends: Mapping[int, tuple[int, int]]
+    ) -> TableState | None:
+        """The table beside the log: live files (URIs) and, per partition, the log's
+        (log start, high watermark)."""
         table = self.load(topic)
         if table is None:
             return None
         listed = _data_files(table)
         snapshot = table.current_snapshot()
+        table_ends = _table_ends(listed.values())
         return TableState(
             table=".".join(self.identifier(topic.name)),
             snapshot_id=snapshot.snapshot_id if snapshot else None,
@@ -185,6 +193,10 @@ class Tables:
             files=len(listed),
             missing=len(set(live) - set(listed)),
             stale=len(set(listed) - set(live)),
+            offsets_behind=sum(
+                max(0, high - max(start, table_ends.get(partition, 0)))
+                for partition, (start, high) in log_ends.items()
+            ),
         )
 
     def drop_stale(self, topics: Mapping[str, Topic]) -> list[str]:
@@ -297,6 +309,21 @@ def _data_files(table: Table) -> dict[str, Any]:
     if table.current_snapshot() is None:
         return {}
     return {task.file.file_path: task.file for task in table.scan().plan_files()}
+
+
+def _table_ends(files: Iterable[Any]) -> dict[int, int]:
+    """Per partition, the offset after the last one the table's files hold (from the files'
+    offset upper bounds; the partition from the L1 path, which files without statistics have)."""
+    ends: dict[int, int] = {}
+    for data_file in files:
+        found = _PARTITION_IN_PATH.search(data_file.file_path)
+        upper = (data_file.upper_bounds or {}).get(IDS["offset"])
+        if found is None or upper is None:
+            continue
+        partition = int(found.group(1))
+        end = int.from_bytes(upper, "little", signed=True) + 1
+        ends[partition] = max(ends.get(partition, 0), end)
+    return ends
 
 
 def _expire(tx: Any, before_ms: int) -> int:

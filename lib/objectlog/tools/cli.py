@@ -255,7 +255,8 @@ def topics_describe(ctx: click.Context, name: str, as_json: bool) -> None:
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((table.snapshot_ms or 0) / 1000))
         click.echo(
             f"Table: {table.table}\tCatalog: {catalog}\tSnapshot: {table.snapshot_id} "
-            f"({when})\tFiles: {table.files}\tLag: {table.lag_files} file(s) behind the index"
+            f"({when})\tFiles: {table.files}\tLag: {table.offsets_behind} offset(s), "
+            f"{table.lag_files} file(s) behind the log"
         )
 
 
