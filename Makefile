@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-3.5 test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
@@ -23,17 +23,18 @@ install: $(STAMP)
 run: install
 	$(BIN)/objectlog dev
 
-# The whole suite, and beside it (on the machine's other core) its emulator subset: pytest
-# uses about one core, so the subset adds little wall time. Both must pass.
+# The whole suite, and beside it (on the machine's other core) its emulator subset and the
+# Spark 3.5 read: pytest uses about one core, so they add little wall time. All must pass.
+BESIDE_THE_SUITE := test-emulators test-spark-3.5
 test: install prereqs lint
 	@mkdir -p build
-	@($(MAKE) --no-print-directory test-emulators > build/test-emulators.log 2>&1; \
-		echo $$? > build/test-emulators.status) & \
+	@($(MAKE) --no-print-directory $(BESIDE_THE_SUITE) > build/test-beside.log 2>&1; \
+		echo $$? > build/test-beside.status) & \
 	$(BIN)/python -m pytest; suite=$$?; \
 	wait; \
-	echo "==== make test-emulators, run beside the suite (whole output: build/test-emulators.log)"; \
-	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-emulators.log; \
-	test $$suite -eq 0 && test "$$(cat build/test-emulators.status)" -eq 0
+	echo "==== make $(BESIDE_THE_SUITE), run beside the suite (whole output: build/test-beside.log)"; \
+	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-beside.log; \
+	test $$suite -eq 0 && test "$$(cat build/test-beside.status)" -eq 0
 
 # Java runs the Spark tests; Debian's Chromium renders /docs in tests/e2e/test_docs_ui.py.
 prereqs:
@@ -82,6 +83,21 @@ LOCALSTACK_VENV ?= .venv-localstack
 test-localstack: install prereqs
 	OBJECTLOG_LOCALSTACK_VENV=$(LOCALSTACK_VENV) $(BIN)/python -m objectlog.tools.emulators \
 		run localstack --work-dir build/localstack -- $(BIN)/python -m pytest
+
+# objectlog.spark.read (mapInArrow, the Spark 3.5 / EMR 7 path) on a real PySpark 3.5, in a
+# virtualenv of its own (the main one has PySpark 4): tests/e2e/test_spark35.py.
+SPARK35_VENV := .venv-spark35
+SPARK35_STAMP := $(SPARK35_VENV)/.installed-stamp
+$(SPARK35_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(SPARK35_VENV)
+	$(SPARK35_VENV)/bin/pip install --quiet 'uv==0.13.9'
+	$(SPARK35_VENV)/bin/uv pip install --quiet --python $(SPARK35_VENV)/bin/python \
+		'aioboto3==15.5.0' -e '.[cli,server]' 'pyspark==3.5.8' 'pandas>=2.0' 'pytest>=8' \
+		'pytest-timeout>=2.3'
+	touch $@
+
+test-spark-3.5: prereqs $(SPARK35_STAMP)
+	$(SPARK35_VENV)/bin/python -m pytest -p no:cacheprovider -m spark35 tests/e2e/test_spark35.py
 
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install
