@@ -16,6 +16,7 @@ import pickle
 from typing import Any
 
 from objectlog.clients.direct import ObjectLog
+from objectlog.spark import startup
 from objectlog.spark.connection import connect, connection_config
 from objectlog.spark.files import live_files as _live_files
 from objectlog.spark.options import ReadOptions
@@ -23,6 +24,9 @@ from objectlog.spark.planning import plan_batch
 from objectlog.spark.reading import read_task, schema_ddl
 
 __all__ = ["live_files", "read", "register"]
+
+# Every Spark worker that runs objectlog code imports this package first (SPARK-54744).
+startup.keep_zip_caches()
 
 
 def register(spark: Any) -> None:
