@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-3.5 test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
@@ -24,8 +24,8 @@ run: install
 	$(BIN)/objectlog dev
 
 # The whole suite, and beside it (on the machine's other core) its emulator subset and the
-# Spark 3.5 read: pytest uses about one core, so they add little wall time. All must pass.
-BESIDE_THE_SUITE := test-emulators test-spark-3.5
+# Spark tests on PySpark 4.0 and 3.5: pytest uses about one core, so they add little wall time. All must pass.
+BESIDE_THE_SUITE := test-emulators test-spark-4.0 test-spark-3.5
 test: install prereqs lint
 	@mkdir -p build
 	@($(MAKE) --no-print-directory $(BESIDE_THE_SUITE) > build/test-beside.log 2>&1; \
@@ -84,20 +84,24 @@ test-localstack: install prereqs
 	OBJECTLOG_LOCALSTACK_VENV=$(LOCALSTACK_VENV) $(BIN)/python -m objectlog.tools.emulators \
 		run localstack --work-dir build/localstack -- $(BIN)/python -m pytest
 
-# objectlog.spark.read (mapInArrow, the Spark 3.5 / EMR 7 path) on a real PySpark 3.5, in a
-# virtualenv of its own (the main one has PySpark 4): tests/e2e/test_spark35.py.
-SPARK35_VENV := .venv-spark35
-SPARK35_STAMP := $(SPARK35_VENV)/.installed-stamp
-$(SPARK35_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(SPARK35_VENV)
-	$(SPARK35_VENV)/bin/pip install --quiet 'uv==0.13.9'
-	$(SPARK35_VENV)/bin/uv pip install --quiet --python $(SPARK35_VENV)/bin/python \
-		'aioboto3==15.5.0' -e '.[cli,server]' 'pyspark==3.5.8' 'pandas>=2.0' 'pytest>=8' \
-		'pytest-timeout>=2.3'
+# The Spark tests on the other PySpark versions EMR runs, each in a virtualenv of its own (the
+# main one has the newest, pinned in pyproject.toml): 4.0 (EMR 8) runs tests/e2e/test_spark.py,
+# 3.5 (EMR 7) objectlog.spark.read in tests/e2e/test_spark35.py.
+SPARK_4.0 := 4.0.5
+SPARK_3.5 := 3.5.8
+.venv-spark%/.installed-stamp: pyproject.toml
+	$(PYTHON) -m venv .venv-spark$*
+	.venv-spark$*/bin/pip install --quiet 'uv==0.13.9'
+	.venv-spark$*/bin/uv pip install --quiet --python .venv-spark$*/bin/python \
+		'aioboto3==15.5.0' -e '.[cli,server]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
+		'pytest>=8' 'pytest-timeout>=2.3'
 	touch $@
 
-test-spark-3.5: prereqs $(SPARK35_STAMP)
-	$(SPARK35_VENV)/bin/python -m pytest -p no:cacheprovider -m spark35 tests/e2e/test_spark35.py
+test-spark-4.0: prereqs .venv-spark4.0/.installed-stamp
+	.venv-spark4.0/bin/python -m pytest -p no:cacheprovider tests/e2e/test_spark.py
+
+test-spark-3.5: prereqs .venv-spark3.5/.installed-stamp
+	.venv-spark3.5/bin/python -m pytest -p no:cacheprovider -m spark35 tests/e2e/test_spark35.py
 
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install

@@ -47,7 +47,7 @@ from objectlog.spark.options import ReadOptions, SinkOptions
 from objectlog.spark.planning import plan_batch
 from objectlog.spark.reading import read_task
 from objectlog.spark.sink import commit_uploads, upload_task
-from objectlog.spark.source import BatchReader, StreamReader
+from objectlog.spark.source import FilteringBatchReader, StreamReader
 
 # The Kafka source's schema, as Spark's KafkaRecordToRowConverter declares it.
 KAFKA_SCHEMA = StructType(
@@ -239,7 +239,7 @@ def test_input_partitions_are_cut_on_segments(log: ObjectLog, produced: Any) -> 
 
     everything = plan(subscribe="orders")
     assert sum(len(t.slices) for t in everything) == 12  # 4 flushes x 3 partitions
-    assert len(everything) == 3  # one input partition per partition under 64 MiB
+    assert len(everything) == 3  # one task per partition (no parallelism given: 128 MiB)
     one_each = plan(subscribe="orders", maxBytesPerPartition="1")
     assert len(one_each) == 12 and all(len(t.slices) == 1 for t in one_each)
     assert len(plan(subscribe="orders", minPartitions="8")) >= 8
@@ -251,6 +251,45 @@ def test_input_partitions_are_cut_on_segments(log: ObjectLog, produced: Any) -> 
     )
     per_flush = latest[2] // 4  # the keys land alike in every flush
     assert sum(len(t.slices) for t in tail) == 4 - 3 // per_flush  # partition 2 from offset 3
+
+
+def test_input_partitions_follow_the_sessions_parallelism_and_bytes(
+    spark: Any, log: ObjectLog, produced: Any
+) -> None:
+    """As Spark's file sources pack small files: three partitions of a few KiB, each counted
+    with its 4 MiB open cost, spread over the session's two cores; with the open cost at 0 and
+    a split size of one byte, every slice is one input partition."""
+    assert load(spark, log, subscribe="orders").rdd.getNumPartitions() == 2
+    spread = load(spark, log, subscribe="orders", openCostInBytes="0", maxBytesPerPartition="1")
+    assert spread.rdd.getNumPartitions() == 12  # 4 flushes x 3 partitions
+    rows = spread.select("partition", "offset", "value").collect()
+    assert {(r.partition, r.offset): bytes(r.value) for r in rows} == produced
+
+
+def test_filters_are_pushed_where_spark_allows_it(
+    spark: Any, log: ObjectLog, produced: Any
+) -> None:
+    """Spark 4.1+ with spark.sql.python.filterPushdown.enabled (read at register()): only the
+    filtered partition's slices are planned; without it, every slice, and the same rows."""
+    from pyspark import __version__ as version
+
+    if tuple(int(part) for part in version.split(".")[:2]) < (4, 1):
+        pytest.skip("Spark 4.0 never pushes filters to Python sources")
+    one_slice_each = {"openCostInBytes": "0", "maxBytesPerPartition": "1"}
+
+    def read() -> Any:
+        return load(spark, log, subscribe="orders", **one_slice_each).where("partition = 1")
+
+    unpushed = read()
+    spark.conf.set(objectlog.spark.PUSHDOWN_CONF, "true")
+    objectlog.spark.register(spark)
+    try:
+        pushed = read()
+        assert pushed.rdd.getNumPartitions() == 4 < unpushed.rdd.getNumPartitions()
+        assert sorted(map(str, pushed.collect())) == sorted(map(str, unpushed.collect()))
+    finally:
+        spark.conf.unset(objectlog.spark.PUSHDOWN_CONF)
+        objectlog.spark.register(spark)
 
 
 def test_planning_reads_through_manifests(log: ObjectLog) -> None:
@@ -287,12 +326,12 @@ def test_pushed_filters_prune_segments(log: ObjectLog, produced: Any) -> None:
 
     from datetime import UTC, datetime
 
-    reader = BatchReader(options(log, subscribe="orders"))
+    reader = FilteringBatchReader(options(log, subscribe="orders"))
     timestamp = GreaterThanOrEqual(("timestamp",), datetime.fromtimestamp(3, tz=UTC))
     pushed = [EqualTo(("partition",), 1), GreaterThanOrEqual(("offset",), 1), timestamp]
     remaining = list(reader.pushFilters(pushed))
     assert remaining == [timestamp] and remaining[0] is timestamp  # Spark re-checks time
-    tasks = [p.value for p in reader.partitions()]
+    tasks = [t for p in reader.partitions() for t in p.value]
     assert {t.partition for t in tasks} == {1}
     assert sum(len(t.slices) for t in tasks) == 2  # the flushes at 3 s and 4 s only
     rows = pa.Table.from_batches([b for t in tasks for b in read_task(log, t, False)])
@@ -300,10 +339,10 @@ def test_pushed_filters_prune_segments(log: ObjectLog, produced: Any) -> None:
         r.offset for r in fetch_all(log, "orders") if r.partition == 1 and r.timestamp >= 3000
     ]
     assert rows.column("offset").to_pylist() == wanted
-    only_offset = BatchReader(options(log, subscribe="orders"))
+    only_offset = FilteringBatchReader(options(log, subscribe="orders"))
     assert list(only_offset.pushFilters([LessThan(("offset",), 1)])) == []
     assert [
-        (t.start_offset, t.end_offset) for p in only_offset.partitions() for t in [p.value]
+        (t.start_offset, t.end_offset) for p in only_offset.partitions() for t in p.value
     ] == [(0, 1)] * 3
 
 
@@ -350,7 +389,7 @@ def test_stream_reader_offsets(log: ObjectLog) -> None:
     assert start == {"events": {"0": 0, "1": 0}}
     first = reader.latestOffset()
     assert first == {"events": {"0": 4, "1": 4}}  # 8 shared by backlog
-    tasks = [p.value for p in reader.partitions(start, first)]
+    tasks = [t for p in reader.partitions(start, first) for t in p.value]
     assert {(t.partition, t.start_offset, t.end_offset) for t in tasks} == {(0, 0, 4), (1, 0, 4)}
     reader.commit(first)
     second = reader.latestOffset()
@@ -363,7 +402,7 @@ def test_stream_reader_offsets(log: ObjectLog) -> None:
     assert [
         (t.partition, t.start_offset)
         for p in reader.partitions(second, third)
-        for t in [p.value]
+        for t in p.value
         if t.partition == 2
     ] == [(2, 0)]
     # Retention removed what the checkpoint points at.
@@ -372,7 +411,7 @@ def test_stream_reader_offsets(log: ObjectLog) -> None:
         reader.partitions(second, third)
     lenient = StreamReader(options(log, subscribe="events", failOnDataLoss="false"))
     assert lenient.initialOffset() == {"events": {"0": 10, "1": 10, "2": 2}}  # latest by default
-    tasks = [p.value for p in lenient.partitions(second, third)]
+    tasks = [t for p in lenient.partitions(second, third) for t in p.value]
     assert [t.start_offset for t in tasks if t.partition == 0] == [9]
 
 

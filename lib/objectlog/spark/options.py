@@ -19,7 +19,10 @@ from objectlog.spark.connection import lowered
 
 EARLIEST = -2
 LATEST = -1
-DEFAULT_MAX_BYTES_PER_PARTITION = 64 << 20
+# Spark's file sources' defaults (spark.sql.files.maxPartitionBytes, .openCostInBytes);
+# objectlog.spark.register passes the session's own values, and its parallelism.
+DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
+DEFAULT_OPEN_COST_BYTES = 4 << 20
 DEFAULT_MAX_OBJECT_BYTES = 64 << 20
 
 SUBSCRIBE = "subscribe"
@@ -37,6 +40,8 @@ MIN_PARTITIONS = "minPartitions"
 MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 INCLUDE_HEADERS = "includeHeaders"
 MAX_BYTES_PER_PARTITION = "maxBytesPerPartition"  # objectlog's own
+OPEN_COST_IN_BYTES = "openCostInBytes"  # objectlog's own, as spark.sql.files.openCostInBytes
+DEFAULT_PARALLELISM = "defaultParallelism"  # objectlog's own: the session's, from register()
 # The sink's
 TOPIC = "topic"
 COMPRESSION = "compression"
@@ -89,6 +94,8 @@ class ReadOptions:
     max_offsets_per_trigger: int | None = None
     include_headers: bool = False
     max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
+    open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
+    parallelism: int = 0  # the session's default parallelism; 0: not known
     # What a starting timestamp past every record means: "error" (Kafka's default) or "latest".
     by_timestamp_strategy: str = "error"
 
@@ -118,6 +125,8 @@ class ReadOptions:
             max_bytes_per_partition=_int(
                 given, MAX_BYTES_PER_PARTITION, DEFAULT_MAX_BYTES_PER_PARTITION, minimum=1
             ),
+            open_cost_bytes=_int(given, OPEN_COST_IN_BYTES, DEFAULT_OPEN_COST_BYTES, minimum=0),
+            parallelism=_int(given, DEFAULT_PARALLELISM, 0, minimum=1),
             by_timestamp_strategy=strategy,
         )
 
@@ -259,3 +268,17 @@ def _int(given: Mapping[str, str], name: str, default: int, *, minimum: int) -> 
     if value < minimum:
         raise InvalidRequest(f"{name} must be an integer >= {minimum}, got {text!r}", field=name)
     return value
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def byte_size(text: str) -> int:
+    """A Spark byte-size setting ("134217728", "128m", "128MB", "4b") in bytes."""
+    cleaned = text.strip().lower().removesuffix("ib").removesuffix("b")
+    number = cleaned.rstrip("kmgt")
+    unit = cleaned[len(number) :]
+    try:
+        return int(number) * _BYTE_UNITS[unit]
+    except (KeyError, ValueError):
+        raise InvalidRequest(f"not a byte size: {text!r}") from None

@@ -15,7 +15,7 @@ next offset to read in each partition.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from objectlog.clients.direct import ObjectLog
@@ -301,7 +301,10 @@ def plan_stream(
     return cut(log, ranges, heads, options)
 
 
-# ---- cutting on segment boundaries ------------------------------------------------------
+# ---- cutting on segment boundaries, packing by bytes --------------------------------------
+
+
+InputSplit = tuple[ReadTask, ...]  # one Spark input partition: tasks read one after another
 
 
 def cut(
@@ -311,12 +314,53 @@ def cut(
     options: ReadOptions,
     pruning: Pruning = NO_PRUNING,
 ) -> list[ReadTask]:
+    """Each range's slices, grouped into tasks of at most split_bytes (one slice at least)."""
+    sliced = [
+        (offsets, list(slices_of(log, heads[(offsets.topic, offsets.partition)], offsets, pruning)))
+        for offsets in ranges
+        if offsets.start < offsets.end
+    ]
+    total = sum(piece.length for _, pieces in sliced for piece in pieces)
+    limit = split_bytes(total, len(sliced), options)
     tasks: list[ReadTask] = []
-    for offsets in ranges:
-        if offsets.start < offsets.end:
-            head = heads[(offsets.topic, offsets.partition)]
-            tasks.extend(cut_range(log, head, offsets, options.max_bytes_per_partition, pruning))
+    for offsets, pieces in sliced:
+        tasks.extend(group_slices(offsets, pieces, limit, pruning))
     return split_for_min_partitions(tasks, options.min_partitions)
+
+
+def split_bytes(total: int, files: int, options: ReadOptions) -> int:
+    """The most bytes one input partition reads, as Spark's file sources choose it
+    (FilePartition.maxSplitBytes): the data spread over the session's parallelism (or
+    minPartitions, if more), each topic partition counted like a file with its open cost,
+    at least the open cost and at most maxBytesPerPartition."""
+    target = max(options.min_partitions, options.parallelism)
+    if not target:
+        return options.max_bytes_per_partition
+    per_core = (total + files * options.open_cost_bytes) // target
+    return min(options.max_bytes_per_partition, max(options.open_cost_bytes, per_core))
+
+
+def pack(tasks: list[ReadTask], options: ReadOptions) -> list[InputSplit]:
+    """Tasks packed into input partitions as Spark packs file splits: largest first, next fit,
+    each task costing its bytes plus the open cost. With minPartitions above what packing
+    gives, one task per input partition."""
+    if not tasks:
+        return []
+    files = len({(task.topic, task.partition) for task in tasks})
+    limit = split_bytes(sum(task.bytes for task in tasks), files, options)
+    splits: list[InputSplit] = []
+    current: list[ReadTask] = []
+    size = 0
+    for task in sorted(tasks, key=lambda t: t.bytes, reverse=True):
+        if current and size + task.bytes > limit:
+            splits.append(tuple(current))
+            current, size = [], 0
+        current.append(task)
+        size += task.bytes + options.open_cost_bytes
+    splits.append(tuple(current))
+    if len(splits) < options.min_partitions:
+        return [(task,) for task in tasks]
+    return splits
 
 
 def slices_of(
@@ -339,10 +383,9 @@ def slices_of(
             )
 
 
-def cut_range(
-    log: ObjectLog,
-    head: PartitionHead,
+def group_slices(
     offsets: OffsetRange,
+    slices: Iterable[Slice],
     max_bytes: int,
     pruning: Pruning = NO_PRUNING,
 ) -> Iterator[ReadTask]:
@@ -355,7 +398,7 @@ def cut_range(
         end = min(offsets.end, group[-1].end_offset)
         return ReadTask(offsets.topic, offsets.partition, start, end, tuple(group), pruning)
 
-    for piece in slices_of(log, head, offsets, pruning):
+    for piece in slices:
         if group and size + piece.length > max_bytes:
             yield task()
             group, size = [], 0

@@ -33,11 +33,13 @@ from objectlog.spark.connection import connect, connection_config
 from objectlog.spark.options import ReadOptions, SinkOptions, include_headers
 from objectlog.spark.planning import (
     NO_PRUNING,
+    InputSplit,
     ReadTask,
     TopicPartition,
     from_json,
     initial_offsets,
     latest_offsets,
+    pack,
     plan_batch,
     plan_stream,
     to_json,
@@ -63,6 +65,14 @@ else:
 
 
 class ObjectLogDataSource(DataSource):
+    """The source as registered: objectlog.spark.register subclasses it with the session's
+    read defaults (its parallelism and file split sizes), which a query's options override,
+    and whether Spark pushes filters to Python sources (4.1+ refuses a reader that takes
+    them while spark.sql.python.filterPushdown.enabled is off)."""
+
+    session_defaults: dict[str, str] = {}  # noqa: RUF012 (set per registration, read-only)
+    push_filters = False
+
     @classmethod
     def name(cls) -> str:
         return "objectlog"
@@ -71,10 +81,11 @@ class ObjectLogDataSource(DataSource):
         return schema_ddl(include_headers(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(self.options)
+        options = {**self.session_defaults, **self.options}
+        return FilteringBatchReader(options) if self.push_filters else BatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StreamReader(self.options)
+        return StreamReader({**self.session_defaults, **self.options})
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         return BatchWriter(self.options, schema, overwrite)
@@ -83,15 +94,17 @@ class ObjectLogDataSource(DataSource):
         return StreamWriter(self.options, schema, overwrite)
 
 
-def _partitions(tasks: Sequence[ReadTask]) -> list[InputPartition]:
-    return [InputPartition(task) for task in tasks]
+def _partitions(tasks: list[ReadTask], options: ReadOptions) -> list[InputPartition]:
+    return [InputPartition(split) for split in pack(tasks, options)]
 
 
 def _read(options: ReadOptions, config: Any, partition: InputPartition | None) -> Iterator[Any]:
-    if partition is None:  # Spark 4.0 reads once with no partition when none were planned
+    if partition is None or partition.value is None:  # none planned: Spark reads once anyway
         return
-    task: ReadTask = partition.value
-    yield from read_task(connect(config), task, options.include_headers, options.fail_on_data_loss)
+    split: InputSplit = partition.value
+    log = connect(config)
+    for task in split:
+        yield from read_task(log, task, options.include_headers, options.fail_on_data_loss)
 
 
 class BatchReader(DataSourceReader):
@@ -100,16 +113,21 @@ class BatchReader(DataSourceReader):
         self.config = connection_config(options)
         self.pruning = NO_PRUNING
 
-    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
-        """Spark 4.1+: keep what prunes; hand back what Spark must still evaluate."""
-        self.pruning, remaining = prune(filters)
-        return remaining
-
     def partitions(self) -> Sequence[InputPartition]:
-        return _partitions(plan_batch(connect(self.config), self.options, self.pruning))
+        tasks = plan_batch(connect(self.config), self.options, self.pruning)
+        return _partitions(tasks, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options, self.config, partition)
+
+
+class FilteringBatchReader(BatchReader):
+    """The reader where Spark pushes filters (4.1+, spark.sql.python.filterPushdown.enabled)."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+        """Keep what prunes; hand back what Spark must still evaluate."""
+        self.pruning, remaining = prune(filters)
+        return remaining
 
 
 class StreamReader(DataSourceStreamReader, AvailableNow):
@@ -148,7 +166,8 @@ class StreamReader(DataSourceStreamReader, AvailableNow):
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin, until = from_json(start), from_json(end)
         self._position = until
-        return _partitions(plan_stream(connect(self.config), self.options, begin, until))
+        tasks = plan_stream(connect(self.config), self.options, begin, until)
+        return _partitions(tasks, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options, self.config, partition)
