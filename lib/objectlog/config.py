@@ -18,6 +18,8 @@ ENV_DELETE_GRACE_MS = "OBJECTLOG_DELETE_GRACE_MS"
 ENV_GLUE_ENDPOINT = "AWS_ENDPOINT_URL_GLUE"
 ENV_CATALOG = "OBJECTLOG_CATALOG"  # "glue", or a SQL catalog's URI (sqlite:///path); unset: none
 ENV_TABLE_NAMESPACE = "OBJECTLOG_TABLE_NAMESPACE"
+# A directory holding the bucket's objects (a local copy) instead of S3; DynamoDB stays.
+ENV_OBJECTS_DIR = "OBJECTLOG_OBJECTS_DIR"
 DEFAULT_TABLE_NAMESPACE = "objectlog"
 
 DEFAULT_BUCKET = "objectlog"
@@ -48,6 +50,7 @@ class Config:
     # Where topics' Iceberg tables are registered: "glue", a SQL catalog URI, or None (no tables).
     catalog: str | None = None
     table_namespace: str = DEFAULT_TABLE_NAMESPACE
+    objects_dir: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Config:
@@ -64,6 +67,7 @@ class Config:
             glue_endpoint=env.get(ENV_GLUE_ENDPOINT) or generic,
             catalog=env.get(ENV_CATALOG) or None,
             table_namespace=env.get(ENV_TABLE_NAMESPACE, DEFAULT_TABLE_NAMESPACE),
+            objects_dir=env.get(ENV_OBJECTS_DIR) or None,
         )
         return replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
 

@@ -24,6 +24,7 @@ from objectlog.errors import InvalidRequest, OffsetOutOfRange
 from objectlog.format.partitioner import partition_for_key
 from objectlog.format.segment import decode_parquet
 from objectlog.stores.dynamo_metadata import DynamoMetadata, head_key
+from objectlog.stores.local import LocalObjectStore
 
 pytest.importorskip("pyspark", reason="make test installs pyspark (the spark extra)")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -290,6 +291,21 @@ def test_filters_are_pushed_where_spark_allows_it(
     finally:
         spark.conf.unset(objectlog.spark.PUSHDOWN_CONF)
         objectlog.spark.register(spark)
+
+
+def test_objects_dir_reads_a_local_copy_of_the_bucket(
+    spark: Any, log: ObjectLog, produced: Any, tmp_path: Path
+) -> None:
+    """objectsDir: the objects from a directory (as `aws s3 sync` leaves a copy), the heads
+    and manifests' pointers from DynamoDB as always."""
+    copy = LocalObjectStore(tmp_path / "bucket")
+    keys = [info.key for info in log.store.list(log.config.prefix)]
+    for key in keys:
+        copy.put_if_absent(key, log.store.get(key))
+    log.store.delete_many(keys)  # only the copy has them now
+    frame = load(spark, log, subscribe="orders", objectsDir=str(tmp_path / "bucket"))
+    rows = frame.select("partition", "offset", "value").collect()
+    assert {(r.partition, r.offset): bytes(r.value) for r in rows} == produced
 
 
 def test_planning_reads_through_manifests(log: ObjectLog) -> None:

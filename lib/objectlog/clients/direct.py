@@ -39,6 +39,7 @@ from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import LeaseStore
+from objectlog.stores.local import LocalObjectStore
 from objectlog.stores.metadata import ACTIVE, DELETING, MetadataStore
 from objectlog.stores.objects import ObjectStore
 from objectlog.stores.s3 import S3ObjectStore
@@ -68,6 +69,8 @@ class ObjectLog:
         session = None
         if store is None or items is None:
             session = aws.make_session(config)
+        if store is None and config.objects_dir:
+            store = LocalObjectStore(config.objects_dir)
         self.store = store or S3ObjectStore(
             s3_client or aws.s3_client(config, session), config.bucket
         )

@@ -22,6 +22,7 @@ BUCKET = "bucket"
 TABLE = "table"
 PREFIX = "prefix"
 REGION = "region"
+OBJECTS_DIR = "objectsDir"  # objectlog's own: read the objects from a local copy of the bucket
 
 _logs: dict[tuple[Any, ...], ObjectLog] = {}
 _logs_lock = threading.Lock()
@@ -43,6 +44,8 @@ def connection_config(options: Mapping[str, str]) -> Config:
         overrides["prefix"] = normalize_prefix(given[PREFIX])
     if given.get(ENDPOINT):
         overrides["s3_endpoint"] = overrides["dynamodb_endpoint"] = given[ENDPOINT]
+    if given.get(OBJECTS_DIR.lower()):
+        overrides["objects_dir"] = given[OBJECTS_DIR.lower()]
     return replace(Config.from_env(), **overrides)
 
 
@@ -55,6 +58,7 @@ def connect(config: Config) -> ObjectLog:
         config.region,
         config.s3_endpoint,
         config.dynamodb_endpoint,
+        config.objects_dir,
     )
     with _logs_lock:
         log = _logs.get(key)
