@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from objectlog.spark.options import ReadOptions, byte_size
-from objectlog.spark.planning import ReadTask, Slice, pack, split_bytes
+from objectlog.spark.planning import ReadTask, Slice, pack, split_bytes, split_count
 
 MIB = 1 << 20
 OPTIONS = ReadOptions.parse({"subscribe": "t"}, streaming=False)
@@ -36,23 +36,36 @@ def test_split_bytes(total: int, files: int, parallelism: int, minimum: int, exp
 
 def test_small_tasks_of_many_partitions_pack_into_one_split_per_core() -> None:
     options = replace(OPTIONS, parallelism=2)
-    tasks = [task(p, 8 * MIB) for p in range(8)]  # 64 MiB: (64 + 8 x 4) / 2 = 48 MiB a split
+    tasks = [task(p, 8 * MIB) for p in range(8)]
     splits = pack(tasks, options)
-    assert len(splits) == 2
+    assert len(splits) == 2 and [len(split) for split in splits] == [4, 4]
     assert sorted(t.partition for split in splits for t in split) == list(range(8))
 
 
-def test_packing_is_next_fit_largest_first_counting_the_open_cost() -> None:
-    options = replace(OPTIONS, parallelism=1, max_bytes_per_partition=20 * MIB, open_cost_bytes=MIB)
+def test_four_large_partitions_on_two_cores_are_two_balanced_splits() -> None:
+    """Spark's next-fit packing gives four here (64 + 4 + 64 > 128); balanced, two."""
+    options = replace(OPTIONS, parallelism=2)
+    splits = pack([task(p, 60 * MIB) for p in range(4)], options)
+    assert [len(split) for split in splits] == [2, 2]
+
+
+def test_largest_first_to_the_lightest_split() -> None:
+    options = replace(OPTIONS, parallelism=2, open_cost_bytes=MIB)
     tasks = [task(0, 9 * MIB), task(1, 12 * MIB), task(2, 5 * MIB), task(3, 4 * MIB)]
     splits = pack(tasks, options)
-    assert [[t.partition for t in split] for split in splits] == [[1], [0, 2, 3]]
+    assert [[t.partition for t in split] for split in splits] == [[1, 3], [0, 2]]
 
 
-def test_min_partitions_above_what_packing_gives_reads_one_task_each() -> None:
+def test_more_data_than_max_bytes_per_core_gives_more_splits() -> None:
+    options = replace(OPTIONS, parallelism=2, max_bytes_per_partition=16 * MIB, open_cost_bytes=0)
+    assert split_count(64 * MIB, options) == 4
+
+
+def test_min_partitions_gives_at_least_that_many_where_tasks_allow() -> None:
     options = replace(OPTIONS, parallelism=1, min_partitions=4)
     tasks = [task(p, MIB) for p in range(4)]
-    assert pack(tasks, options) == [(t,) for t in tasks]
+    assert sorted(len(split) for split in pack(tasks, options)) == [1, 1, 1, 1]
+    assert len(pack(tasks[:2], options)) == 2  # no more splits than tasks
 
 
 def test_no_tasks_no_splits() -> None:
