@@ -27,5 +27,7 @@ module "objectlog" {
   abort_incomplete_multipart_days = var.abort_incomplete_multipart_days
   force_destroy                   = var.force_destroy
   deletion_protection             = var.deletion_protection
+  tables_enabled                  = var.tables_enabled
+  table_database                  = var.table_database
   tags                            = var.tags
 }

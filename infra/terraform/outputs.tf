@@ -62,3 +62,13 @@ output "alarms" {
   description = "CloudWatch alarm names."
   value       = module.objectlog.alarms
 }
+
+output "table_database" {
+  description = "Glue database of the topics' Iceberg tables (OBJECTLOG_TABLE_NAMESPACE)."
+  value       = module.objectlog.table_database
+}
+
+output "table_reader_policy_arn" {
+  description = "IAM policy for readers of the topics' tables (Athena, EMR)."
+  value       = module.objectlog.table_reader_policy_arn
+}

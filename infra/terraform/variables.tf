@@ -190,3 +190,15 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "tables_enabled" {
+  description = "Keep every topic as an Iceberg table in the Glue Data Catalog (the compact function registers the compacted files). Per topic: objectlog.table.enabled."
+  type        = bool
+  default     = true
+}
+
+variable "table_database" {
+  description = "Glue database of the topics' tables ([a-z0-9_]). Null: the deployment name with '-' as '_'."
+  type        = string
+  default     = null
+}

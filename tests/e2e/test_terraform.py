@@ -24,6 +24,7 @@ import pytest
 import requests
 
 from objectlog import ObjectLog
+from objectlog.format.tables import table_name
 from objectlog.groups import TopicPartition
 from objectlog.http.routes import ROUTES
 from objectlog.tools import packaging
@@ -38,6 +39,7 @@ from objectlog.tools.deploy.policies import (
     iam_calls,
     invoke_allowed,
     parse_policy,
+    role_statements,
     wildcard_match,
 )
 from objectlog.tools.deploy.terraform import Workspace, find_terraform, local_variables
@@ -219,6 +221,20 @@ def test_calls_map_to_the_actions_iam_checks() -> None:
     ]
     batch = iam_calls("dynamodb", "BatchGetItem", {"RequestItems": {"t": {}}}, "eu-west-1", "1")
     assert batch == [Call("dynamodb:BatchGetItem", "arn:aws:dynamodb:eu-west-1:1:table/t")]
+    glue = "arn:aws:glue:r:1"
+    table_input = {"DatabaseName": "d", "TableInput": {"Name": "t"}}
+    update = iam_calls("glue", "UpdateTable", table_input, "r", "1")
+    assert update == [
+        Call("glue:UpdateTable", f"{glue}:catalog"),
+        Call("glue:UpdateTable", f"{glue}:database/d"),
+        Call("glue:UpdateTable", f"{glue}:table/d/t"),
+    ]
+    assert iam_calls("glue", "GetDatabase", {"Name": "d"}, "r", "1")[-1] == Call(
+        "glue:GetDatabase", f"{glue}:database/d"
+    )
+    assert iam_calls("glue", "GetTables", {"DatabaseName": "d"}, "r", "1")[-1] == Call(
+        "glue:GetTables", f"{glue}:table/d/*"
+    )
 
 
 # ---- deployed end to end --------------------------------------------------------------------
@@ -281,6 +297,8 @@ def assert_destroyed(outputs: dict[str, Any], endpoint: str) -> None:
     assert outputs["api_id"] not in {a["ApiId"] for a in client("apigatewayv2").get_apis()["Items"]}
     roles = {r["Arn"] for r in client("iam").list_roles()["Roles"]}
     assert not roles & set(outputs["function_roles"].values())
+    databases = {d["Name"] for d in client("glue").get_databases()["DatabaseList"]}
+    assert outputs["table_database"] not in databases
 
 
 def _report(data: dict[str, Any]) -> None:
@@ -321,14 +339,22 @@ def test_deployed_api_end_to_end(
             (first,) = deployment.run_schedule(outputs["compact_rule"])
             assert first["finished"] and first["segments_merged"] > 0
             assert first["objects_deleted"] > 0, first
+            assert_topic_tables(aws_endpoint, outputs["table_database"], {TOPIC, LEDGER})
             produce_ledger(client, rounds=6, start=100)
             (second,) = deployment.run_schedule(outputs["compact_rule"])
             assert second["finished"] and second["objects_deleted"] > 0, second
             after_compaction(client)
+            (third,) = deployment.run_schedule(outputs["compact_rule"])  # the topics are gone
+            assert len(third["tables_dropped"]) == 2, third
+            assert_topic_tables(aws_endpoint, outputs["table_database"], set())
     finally:
         gateway.stop()
         deployment.close()
     assert functions["compact"] in deployment.functions
+    compact_env = deployment.functions[functions["compact"]].environment
+    assert compact_env["OBJECTLOG_CATALOG"] == "glue"
+    assert compact_env["OBJECTLOG_TABLE_NAMESPACE"] == outputs["table_database"]
+    assert_only_compact_writes_tables(deployment, outputs)
 
     # fetch read several slices concurrently through aioboto3: those calls were recorded too
     assert deployment.recorder.async_counts[functions["fetch"]] > 0
@@ -412,6 +438,28 @@ def produce_ledger(client: Any, rounds: int, start: int) -> None:
             producer.flush()
 
 
+def assert_topic_tables(endpoint: str, database: str, topics: set[str]) -> None:
+    """The Glue database lists exactly these topics' Iceberg tables."""
+    import boto3
+
+    glue = boto3.client("glue", endpoint_url=endpoint, region_name="us-east-1")
+    listed = glue.get_tables(DatabaseName=database)["TableList"]
+    assert {t["Name"] for t in listed} == {table_name(topic) for topic in topics}
+    assert all(t["Parameters"]["table_type"] == "ICEBERG" for t in listed)
+
+
+def assert_only_compact_writes_tables(deployment: Deployment, outputs: dict[str, Any]) -> None:
+    """No role but the compact function's may create, change or drop a table."""
+    table = f"arn:aws:glue:us-east-1:{deployment.account}:table/{outputs['table_database']}/x"
+    for function, role_arn in outputs["function_roles"].items():
+        statements = role_statements(deployment.iam, role_arn.rsplit("/", 1)[-1])
+        for action in ("glue:CreateTable", "glue:UpdateTable", "glue:DeleteTable"):
+            assert allowed(statements, Call(action, table)) == (function == "compact"), (
+                function,
+                action,
+            )
+
+
 def after_compaction(client: Any) -> None:
     """Reads now go to the compactor's L1 files; then the topics are deleted."""
     result = client.fetch(TOPIC, 0, 0, max_records=1000)
@@ -449,10 +497,15 @@ def test_full_package_fits_lambda_and_is_reproducible(tmp_path: Path) -> None:
         ).read_bytes(), name
     assert {"pyarrow", "pydantic", "aws-lambda-powertools"} <= set(second.distributions)
     # the layer is the handlers' import closure: no tooling module and no tooling dependency
-    assert not {"click", "rich", "moto", "werkzeug", "pyspark"} & set(second.distributions)
+    # (rich is pyiceberg's: its schema check renders with rich; click, pygments and
+    # markdown-it-py came with pyiceberg and rich and are taken out)
+    assert {"pyiceberg", "rich"} <= set(second.distributions)
+    left_out = {"click", "pygments", "markdown-it-py", "mdurl", "moto", "werkzeug", "pyspark"}
+    assert not left_out & set(second.distributions)
     with zipfile.ZipFile(tmp_path / "a" / "layer.zip") as layer:
         assert not [n for n in layer.namelist() if n.startswith("python/objectlog/tools/")]
-        assert not [n for n in layer.namelist() if n.startswith(("python/click/", "python/rich/"))]
+        dropped = ("python/click/", "python/pygments/")
+        assert not [n for n in layer.namelist() if n.startswith(dropped)]
     print(first.report())
 
 
@@ -467,11 +520,14 @@ def test_full_package_runs_from_its_zips(aws_endpoint: str, tmp_path: Path) -> N
         AWS_ENDPOINT_URL=aws_endpoint,
         OBJECTLOG_BUCKET=f"smoke-{uuid.uuid4().hex[:8]}",
         OBJECTLOG_TABLE=f"smoke-{uuid.uuid4().hex[:8]}",
+        OBJECTLOG_CATALOG="glue",  # the endpoint's Glue, as the deployed compact function's
+        OBJECTLOG_TABLE_NAMESPACE=f"smoke_{uuid.uuid4().hex[:8]}",
         POWERTOOLS_METRICS_DISABLED="true",
     )
     answers = packaging.smoke(build.out_dir, env)
     assert answers["create"] == 201 and answers["produce"] == [200, 200, 200]
     assert answers["fetch"] == 200 and answers["fetched"] == 3 and answers["compact_finished"]
+    assert answers["table_rows"] == 3  # pyiceberg and pyarrow's S3 filesystem, from the layer
     modules = answers["modules"]
     assert isinstance(modules, dict)
     assert all(

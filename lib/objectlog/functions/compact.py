@@ -192,6 +192,9 @@ def summarize(report: MaintenanceReport, request: CompactRequest) -> dict[str, A
         "partitions_skipped": sum(1 for p in report.partitions if p.skipped),
         "partitions": [partition_row(p) for p in report.partitions],
         "gc": gc_summary(report.gc) if report.gc is not None else None,
+        # the topics' Iceberg tables (OBJECTLOG_CATALOG): what each reconcile did
+        "tables": [vars(table) for table in report.tables],
+        "tables_dropped": report.tables_dropped,
     }
 
 

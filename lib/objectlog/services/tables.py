@@ -285,10 +285,15 @@ class Tables:
         return table, True
 
     def _ensure_namespace(self) -> None:
+        """Create the namespace unless it exists (on AWS Terraform made the Glue database, and
+        the compact role may not create one)."""
         if self._namespace_ready:
             return
-        with contextlib.suppress(NamespaceAlreadyExistsError):
-            self.catalog.create_namespace(self.namespace)
+        try:
+            self.catalog.load_namespace_properties(self.namespace)
+        except NoSuchNamespaceError:
+            with contextlib.suppress(NamespaceAlreadyExistsError):
+                self.catalog.create_namespace(self.namespace)
         self._namespace_ready = True
 
     def _objectlog_tables(self) -> Iterable[tuple[str, str]]:

@@ -63,17 +63,27 @@ LAYER = "layer"
 PRUNED_DIRS = {"__pycache__", "tests", "test"}
 PRUNED_PATHS = ("pyarrow/include/", "pyarrow/src/", "numpy/_core/include/", "numpy/f2py/")
 PRUNED_SUFFIXES = (".pyc", ".pyx", ".pxd", ".pxi", ".h", ".hpp", ".cc", ".c")
-# pyarrow's Arrow Flight RPC (30 MB) and its S3 filesystem (16 MB): objectlog reads S3 through
-# boto3/aioboto3 and never imports pyarrow.flight; pyarrow.fs treats a missing _s3fs as "not
-# built with S3". tests/e2e/test_terraform.py runs the handlers from an x86_64 layer pruned the
-# same way, so a needed file pruned here fails a test.
+# pyarrow's Arrow Flight RPC (30 MB): objectlog never imports pyarrow.flight. (pyarrow's S3
+# filesystem stays: the compact function writes the topics' Iceberg table metadata through
+# pyiceberg's PyArrowFileIO.) tests/e2e/test_terraform.py runs the handlers from an x86_64
+# layer pruned the same way, tables included, so a needed file pruned here fails a test.
 PRUNED_GLOBS = (
     "pyarrow/libarrow_flight.so*",
     "pyarrow/libarrow_python_flight.so*",
     "pyarrow/_flight.cpython-*.so",
-    "pyarrow/libarrow_s3.so*",
-    "pyarrow/_s3fs.cpython-*.so",
+    # a wheel holds each library three times (no links in zips); the loader wants the soname
+    "pyarrow/libarrow_python*.so",
+    "pyarrow/libarrow_python*.so.*.*.*",
 )
+# botocore's models of the services the handlers call (the X-Ray SDK's and the credential
+# chain's too); the other 400 or so (24 MiB) never load. The packaged smoke test runs every
+# handler from the layer, so a model left out that a handler needs fails it.
+BOTOCORE_DATA = "botocore/data/"
+BOTOCORE_SERVICES = frozenset({"s3", "dynamodb", "glue", "sts", "sso", "sso-oidc", "xray"})
+# Installed as dependencies of pyiceberg (its command line) and rich (syntax highlighting,
+# Markdown) that nothing the handlers run imports: taken out of the layer again. rich itself
+# stays: pyiceberg's schema check renders its mismatch table with rich.console and rich.table.
+LEFT_OUT_DISTRIBUTIONS = ("click", "pygments", "markdown-it-py", "mdurl")
 CONSOLE_SCRIPT_DIR = "bin/"
 
 
@@ -272,6 +282,22 @@ def install_wheels(
     )
 
 
+def remove_distributions(site: Path, names: Iterable[str]) -> None:
+    """Delete what these distributions installed into site (the files their RECORD lists)."""
+    wanted = {_canonical(name) for name in names}
+    for info in site.glob("*.dist-info"):
+        name = re.search(r"^Name: (.+)$", (info / "METADATA").read_text(errors="replace"), re.M)
+        if name is None or _canonical(name.group(1).strip()) not in wanted:
+            continue
+        for line in (info / "RECORD").read_text().splitlines():
+            path = site / line.split(",", 1)[0]
+            if path.is_file() and path.resolve().is_relative_to(site.resolve()):
+                path.unlink()
+        for directory in sorted(site.rglob("*"), reverse=True):  # now-empty package folders
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()
+
+
 def installed_distributions(site: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     for info in site.glob("*.dist-info"):
@@ -339,6 +365,8 @@ def _pruned(relative: str) -> bool:
     parts = relative.split("/")
     if any(part in PRUNED_DIRS for part in parts[:-1]):
         return True
+    if relative.startswith(BOTOCORE_DATA) and len(parts) > 3:  # botocore/data/<service>/...
+        return parts[2] not in BOTOCORE_SERVICES
     if relative.endswith(PRUNED_SUFFIXES) or relative.startswith(PRUNED_PATHS):
         return True
     return any(fnmatch.fnmatchcase(relative, pattern) for pattern in PRUNED_GLOBS)
@@ -467,6 +495,7 @@ def _install_dependencies(
     cache = wheel_cache or project.build / "wheels" / tag
     fetch_wheels(python, arch, cache, requirements, constraints)
     install_wheels(python, arch, cache, requirements, constraints, site)
+    remove_distributions(site, LEFT_OUT_DISTRIBUTIONS)
     missing = sorted(m for m in imported if not layer_has_module(site, m))
     if missing:
         raise PackagingError(f"the layer lacks modules the handlers import: {', '.join(missing)}")
@@ -534,8 +563,9 @@ ObjectLog.connect().ensure_resources()
 produce, fetch, compact = load("produce"), load("fetch"), load("compact")
 topic = "smoke-" + uuid.uuid4().hex[:8]
 results = {}
-r = produce(http("POST", "/topics", "POST /topics", {"name": topic, "partitions": 1}),
-            Context("produce"))
+# every flush old enough for the table at once: the compact function registers all three
+new_topic = {"name": topic, "partitions": 1, "config": {"objectlog.table.lag.ms": "0"}}
+r = produce(http("POST", "/topics", "POST /topics", new_topic), Context("produce"))
 results["create"] = r["statusCode"]
 value = base64.b64encode(b"hello").decode()
 for _ in range(3):
@@ -551,6 +581,8 @@ results["fetched"] = len(json.loads(r["body"])["records"])
 summary = compact({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}},
                   Context("compact"))
 results["compact_finished"] = summary["finished"]
+if os.environ.get("OBJECTLOG_CATALOG"):  # the table, read back through pyiceberg's S3 FileIO
+    results["table_rows"] = ObjectLog.connect().table(topic).scan().to_arrow().num_rows
 import pyarrow, pydantic
 results["modules"] = {m.__name__: m.__file__ for m in (pyarrow, pydantic, sys.modules["objectlog"])}
 with open(out, "w") as f:

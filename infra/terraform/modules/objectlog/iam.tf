@@ -73,12 +73,13 @@ locals {
       { sid = "ReadIndex", actions = ["s3:GetObject"], resources = [local.object_arns.index] },
     ]
     fetch = [
-      { sid = "ReadSegmentsAndIndex", actions = ["s3:GetObject"], resources = values(local.object_arns) },
+      { sid = "ReadSegmentsAndIndex", actions = ["s3:GetObject"], resources = [local.object_arns.l0, local.object_arns.index, local.object_arns.topics] },
     ]
     compact = [
+      # Segments and index; the tables' metadata (pyiceberg's S3 FileIO reads it back).
       { sid = "ReadSegmentsAndIndex", actions = ["s3:GetObject"], resources = values(local.object_arns) },
-      # L1 files and the manifests and manifest lists of a swap.
-      { sid = "WriteCompactedAndIndex", actions = ["s3:PutObject"], resources = [local.object_arns.index, local.object_arns.topics] },
+      # L1 files and the manifests and manifest lists of a swap; the tables' metadata.
+      { sid = "WriteCompactedAndIndex", actions = ["s3:PutObject"], resources = [local.object_arns.index, local.object_arns.topics, local.object_arns.tables] },
       # Garbage collection (DeleteObjects needs s3:DeleteObject on every key).
       { sid = "CollectGarbage", actions = ["s3:DeleteObject"], resources = values(local.object_arns) },
       # Garbage collection lists the three directories.
@@ -97,7 +98,7 @@ data "aws_iam_policy_document" "function" {
   }
 
   dynamic "statement" {
-    for_each = local.s3_statements[each.key]
+    for_each = concat(local.s3_statements[each.key], local.glue_statements[each.key])
     content {
       sid       = statement.value.sid
       actions   = statement.value.actions

@@ -24,7 +24,15 @@ locals {
     l0     = "${aws_s3_bucket.data.arn}/${var.key_prefix}l0/*"
     index  = "${aws_s3_bucket.data.arn}/${var.key_prefix}index/*"
     topics = "${aws_s3_bucket.data.arn}/${var.key_prefix}topics/*"
+    tables = "${aws_s3_bucket.data.arn}/${var.key_prefix}tables/*"
   }
+
+  # Topics as Iceberg tables (tables.tf): the Glue database the compact function keeps them in.
+  table_database = coalesce(var.table_database, replace(var.name, "-", "_"))
+  tables_env = var.tables_enabled ? {
+    OBJECTLOG_CATALOG         = "glue"
+    OBJECTLOG_TABLE_NAMESPACE = aws_glue_catalog_database.tables[0].name
+  } : {}
 
   settings_env = {
     delete_grace_ms         = "OBJECTLOG_DELETE_GRACE_MS"
@@ -80,6 +88,7 @@ locals {
         for key in local.settings_by_function[fn] :
         local.settings_env[key] => tostring(var.settings[key]) if var.settings[key] != null
       },
+      fn == "compact" ? local.tables_env : {},
     )
   }
 

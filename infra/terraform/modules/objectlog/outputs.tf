@@ -62,3 +62,13 @@ output "alarms" {
   description = "Names of the CloudWatch alarms."
   value       = concat([for a in aws_cloudwatch_metric_alarm.function : a.alarm_name], [aws_cloudwatch_metric_alarm.api_5xx.alarm_name])
 }
+
+output "table_database" {
+  description = "Glue database of the topics' Iceberg tables (OBJECTLOG_TABLE_NAMESPACE); null with tables_enabled = false."
+  value       = var.tables_enabled ? aws_glue_catalog_database.tables[0].name : null
+}
+
+output "table_reader_policy_arn" {
+  description = "IAM policy for readers of the topics' tables (Athena, EMR): Glue reads and S3 reads of the table metadata and data files."
+  value       = var.tables_enabled ? aws_iam_policy.table_reader[0].arn : null
+}

@@ -269,3 +269,20 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "tables_enabled" {
+  description = "Keep every topic as an Iceberg table in the Glue Data Catalog (the compact function registers the compacted files; DESIGN.md section 11). Per topic: objectlog.table.enabled."
+  type        = bool
+  default     = true
+}
+
+variable "table_database" {
+  description = "Glue database of the topics' tables ([a-z0-9_]). Null: the deployment name with '-' as '_'."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.table_database == null || can(regex("^[a-z0-9_]{1,255}$", var.table_database))
+    error_message = "table_database must be 1-255 characters of lower-case letters, digits and underscores (Glue and Athena)."
+  }
+}

@@ -62,7 +62,30 @@ def iam_calls(
                 for kind, body in item.items()
             ]
         return [Call(f"dynamodb:{operation}", table(params.get("TableName", "")))]
+    if service == "glue":
+        return _glue_calls(operation, params, f"arn:aws:glue:{region}:{account}")
     return [Call(f"{service}:{operation}", "*")]
+
+
+def _glue_calls(operation: str, params: Mapping[str, Any], arn: str) -> list[Call]:
+    """Glue authorizes a call on the catalog, the database and the table it names (each must
+    be allowed); a listing of tables also on the database's table/<db>/*."""
+    table = None
+    if operation in ("GetDatabase", "DeleteDatabase"):
+        database = params.get("Name")
+    elif operation == "CreateDatabase":
+        database = params.get("DatabaseInput", {}).get("Name")
+    else:
+        database = params.get("DatabaseName")
+        table = params.get("Name") or params.get("TableInput", {}).get("Name")
+        if operation == "GetTables":
+            table = "*"
+    resources = [f"{arn}:catalog"]
+    if database:
+        resources.append(f"{arn}:database/{database}")
+        if table:
+            resources.append(f"{arn}:table/{database}/{table}")
+    return [Call(f"glue:{operation}", resource) for resource in resources]
 
 
 # Calls the Lambda service and the runtime make for a function, never its handler, so no
@@ -80,6 +103,11 @@ RUNTIME_ACTIONS = frozenset(
 )
 # Actions whose API takes no resource-level permissions: "*" is the only resource they accept.
 RESOURCE_STAR_ACTIONS = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})
+# Grants for calls a client botocore's hooks do not see makes, so no recording can show them
+# used: pyiceberg reads and writes the topics' Iceberg metadata (under tables/) with pyarrow's
+# S3 filesystem (C++). (action, resource pattern); the deployed end-to-end test's compact runs
+# commit tables through it, so a missing grant there still fails that test.
+UNRECORDED_GRANTS = (("s3:GetObject", "*/tables/*"), ("s3:PutObject", "*/tables/*"))
 
 
 def _pattern(glob: str, *, ignore_case: bool) -> re.Pattern[str]:
@@ -233,6 +261,7 @@ def check_policy(
             for a, r in granted
             if a not in RUNTIME_ACTIONS
             and a not in unused_actions
+            and not any(a == action and wildcard_match(p, r) for action, p in UNRECORDED_GRANTS)
             and not any(
                 wildcard_match(a, c.action, ignore_case=True) and wildcard_match(r, c.resource)
                 for c in recorded
