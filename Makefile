@@ -93,7 +93,7 @@ SPARK_3.5 := 3.5.8
 	$(PYTHON) -m venv .venv-spark$*
 	.venv-spark$*/bin/pip install --quiet 'uv==0.13.9'
 	.venv-spark$*/bin/uv pip install --quiet --python .venv-spark$*/bin/python \
-		'aioboto3==15.5.0' -e '.[cli,server]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
+		'aioboto3==15.5.0' -e '.[cli,server,lambda]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
 		'pytest>=8' 'pytest-timeout>=2.3'
 	touch $@
 
