@@ -1,6 +1,6 @@
 """Spark read: objectlog's data source vs Spark's own Parquet reader, same session, same run.
 
-    .venv/bin/python -m bench.spark                 # about 3 minutes
+    .venv/bin/python -m bench.spark                 # about 3 minutes (make bench-spark)
     .venv/bin/python -m bench.spark --no-compact    # read the L0 slices instead (no compactor)
     .venv/bin/python -m bench.spark --dynamodb local  # DynamoDB Local for DynamoDB
 
@@ -13,10 +13,13 @@ very L1 files ``objectlog.spark.live_files`` lists with ``spark.read.parquet``. 
 ``--no-compact`` the data source reads the L0 slices and the native side an L1-like copy this
 bench writes from the topic's records (one file per partition, uncompressed, 2 MiB row groups).
 
-Two references show where the gap comes from: a minimal Python data source over the same local
-files (Spark's Python data source path with no S3 at all), and, outside Spark, the same ranged
-GETs from a bare loop (the endpoint's floor). Sides alternate in rounds and each reports its
-median round, as in bench.run.
+Sides, alternating in rounds, each reporting its median round (as in bench.run): the data
+source on the endpoint and on a local copy of the bucket (``objectsDir``: the same reader, the
+objects from files, so storage is not the limit); ``spark.read.parquet`` on local copies of the
+files; a minimal Python data source over those files with the full schema and with the value
+column only; and a Python data source doing only the ranged GETs of the objectlog source's own
+input partitions, on the same endpoint (the floor in Spark). Outside Spark, the data source's
+Python code against the same GETs from a bare loop.
 """
 
 from __future__ import annotations
