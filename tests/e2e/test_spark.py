@@ -10,7 +10,6 @@ import importlib.util
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from objectlog.format.partitioner import partition_for_key
 from objectlog.format.segment import decode_parquet
 from objectlog.stores.dynamo_metadata import DynamoMetadata, head_key
 from objectlog.stores.local import LocalObjectStore
+from tests.e2e.spark_session import local_builder
 
 pytest.importorskip("pyspark", reason="make test installs pyspark (the spark extra)")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -71,19 +71,9 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "spark_pipeline.py"
 
 @pytest.fixture(scope="session")
 def spark(aws_endpoint: str) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, no other interface
     session = (
-        SparkSession.builder.master("local[2]")
-        .appName("objectlog-tests")
-        .config("spark.ui.enabled", "false")
+        local_builder("objectlog-tests")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.streaming.stateStore.maintenanceInterval", "600s")
         .getOrCreate()
     )

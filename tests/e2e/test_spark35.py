@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,8 @@ import pytest
 from objectlog import ObjectLog
 from objectlog.compaction.compactor import CompactionSettings
 from objectlog.compaction.maintenance import run_maintenance
+from objectlog.format.segment import SCHEMA
+from tests.e2e.spark_session import local_builder
 
 pytestmark = pytest.mark.spark35
 
@@ -33,20 +34,7 @@ Row = tuple[int, int, bytes | None, bytes | None, int, tuple[tuple[str, bytes | 
 
 @pytest.fixture(scope="module")
 def spark(aws_endpoint: str) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("objectlog-spark35")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
+    session = local_builder("objectlog-spark35").getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -121,16 +109,7 @@ def test_read_returns_l0_and_l1_records_with_headers(spark: Any, log: ObjectLog)
     frame = objectlog.spark.read(
         spark, subscribe="orders", includeHeaders="true", **connection(log)
     )
-    assert [f.name for f in frame.schema.fields] == [
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestampType",
-        "headers",
-    ]
+    assert [f.name for f in frame.schema.fields] == SCHEMA.names  # the Kafka source's
     assert spark_rows(frame) == fetched(log, "orders", 3)
 
 
