@@ -40,7 +40,7 @@ from objectlog.services.index import IndexStore
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import LeaseStore
 from objectlog.stores.local import LocalObjectStore
-from objectlog.stores.metadata import ACTIVE, DELETING, MetadataStore
+from objectlog.stores.metadata import ACTIVE, DELETING, MetadataStore, PartitionHead
 from objectlog.stores.objects import ObjectStore
 from objectlog.stores.s3 import S3ObjectStore
 
@@ -350,14 +350,17 @@ class ObjectLog:
         info = self.topic(topic, fresh=True)
         heads = self.metadata.get_heads(topic, range(info.partitions))
         ends = {p: (head.log_start_offset, head.next_offset) for p, head in heads.items()}
-        return self.tables.state(info, self.live_files(topic), ends)
+        return self.tables.state(info, self._l1_uris(heads.values(), "s3"), ends)
 
     def live_files(self, topic: str, *, scheme: str = "s3") -> list[str]:
         """URIs of the topic's live L1 files (what its Iceberg table lists), partition by
         partition in offset order; never the bare directory, which also holds files replaced
         but within their grace period, and a deleted topic's leftovers."""
         info = self.topic(topic, fresh=True)
-        heads = self.metadata.get_heads(topic, range(info.partitions)).values()
+        heads = self.metadata.get_heads(topic, range(info.partitions))
+        return self._l1_uris(heads.values(), scheme)
+
+    def _l1_uris(self, heads: Iterable[PartitionHead], scheme: str) -> list[str]:
         return [f"{scheme}://{self.config.bucket}/{key}" for key in self.index.live_l1_keys(heads)]
 
     def offsets(self, topic: str, partition: int) -> Offsets:
