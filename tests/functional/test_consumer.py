@@ -5,15 +5,16 @@ from __future__ import annotations
 import random
 import threading
 import time
+from typing import Any
 
 import pytest
 
 from objectlog import ObjectLog
 from objectlog.clients.consumer import Consumer, NoOffsetForPartition
 from objectlog.clock import ManualClock
-from objectlog.errors import InvalidRequest
+from objectlog.errors import InvalidRequest, UnknownOutcome
 from objectlog.format.records import Record
-from objectlog.groups import TopicPartition
+from objectlog.groups import Membership, TopicPartition
 
 TOPIC = "events"
 SESSION_MS = 10_000
@@ -248,3 +249,54 @@ def test_a_member_removed_while_giving_up_partitions_rejoins_instead_of_failing(
     assert {(r.partition, r.offset) for r in late} >= {(p, o) for p in range(6) for o in (3, 4)}
     first.close()
     second.close()
+
+
+def test_a_release_whose_answer_was_lost_does_not_keep_a_stale_position(
+    clocked_log: ObjectLog,
+) -> None:
+    """Found by objectlog verify in CI: a member whose release of revoked partitions applied but
+    whose answer was lost kept them with their positions; when they came back to it later, it
+    resumed (and committed) from that old position, below what the next owner had committed."""
+    produce(clocked_log, per_partition=4)
+    options: dict[str, Any] = {"group": "g", "topics": [TOPIC], "auto_offset_reset": "earliest"}
+    options.update(heartbeat_interval_ms=50, session_timeout_ms=SESSION_MS, max_poll_records=100)
+    first = clocked_log.consumer(enable_auto_commit=False, **options)
+    assert len(drain(first, 24)) == 24
+    first.commit()
+    coordinator = clocked_log.groups
+    real_heartbeat = coordinator.heartbeat
+
+    def answer_lost(group: str, member_id: str, **kwargs: Any) -> Membership:
+        view = real_heartbeat(group, member_id, **kwargs)
+        if kwargs.get("release"):
+            raise UnknownOutcome("UpdateItem offset (release): sent, but the answer was lost")
+        return view
+
+    second = clocked_log.consumer(enable_auto_commit=False, **options)
+    second.poll(timeout=0)  # joins: the group rebalances, three partitions move from first
+    coordinator.heartbeat = answer_lost  # type: ignore[method-assign]
+    time.sleep(0.06)
+    with pytest.raises(UnknownOutcome):
+        first.poll(timeout=0)  # releases them, then the answer is lost
+    coordinator.heartbeat = real_heartbeat  # type: ignore[method-assign]
+    produce(clocked_log, per_partition=3, start=4)
+    moved = drain(second, 9)
+    assert len(second.assignment()) == 3
+    second.commit()
+    ahead = {tp: second.position(tp) for tp in second.assignment()}
+    assert all(offset == 7 for offset in ahead.values())
+    second.close()  # its partitions go back to the first
+    again: list[Record] = []
+    for _ in range(60):
+        again.extend(first.poll(timeout=0.02))
+        if len(first.assignment()) == 6:
+            break
+    assert len(first.assignment()) == 6
+    again.extend(first.poll(timeout=0.1))
+    reread = [(r.partition, r.offset) for r in again if TopicPartition(TOPIC, r.partition) in ahead]
+    assert reread == []  # it resumes from the second's commits, not from its old positions
+    assert {tp: first.position(tp) for tp in ahead} == ahead
+    assert {(r.partition, r.offset) for r in moved} == {
+        (tp.partition, o) for tp in ahead for o in range(4, 7)
+    }
+    first.close()

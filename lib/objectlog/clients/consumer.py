@@ -468,10 +468,13 @@ class Consumer:
                 )
             except UnknownMemberId:  # removed meanwhile (its session lapsed): rejoin next poll
                 self._membership = None
-                self._drop(revoked)
                 self._lose(set(self._owned))
                 return
-            self._drop(revoked)
+            finally:
+                # Given up whatever the answer: a release that applied with its answer lost
+                # must not leave the old positions here for when the partitions come back.
+                # A release that did not apply shows them as still ours on the next heartbeat.
+                self._drop(revoked)
         self._lose(self._owned - set(membership.owned))
         added = set(membership.owned) - self._owned
         self._owned |= added
