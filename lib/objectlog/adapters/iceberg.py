@@ -69,8 +69,18 @@ def load_catalog(config: Config) -> Any:
                 field="catalog",
             ) from e
 
-        return SqlCatalog(CATALOG_NAME, uri=spec, warehouse=warehouse(config), **properties)
+        catalog = SqlCatalog(CATALOG_NAME, uri=spec, warehouse=warehouse(config), **properties)
+        if spec.startswith("sqlite:"):
+            _write_ahead_log(catalog)
+        return catalog
     raise InvalidConfig(
         f"OBJECTLOG_CATALOG must be 'glue' or a SQL catalog URI (sqlite:///path), got {spec!r}",
         field="catalog",
     )
+
+
+def _write_ahead_log(catalog: Any) -> None:
+    """SQLite in WAL mode (kept in the file): readers of the catalog, such as Spark's
+    JdbcCatalog holding a connection open, then never block the compactor's commits."""
+    with catalog.engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA journal_mode=WAL")
