@@ -29,6 +29,7 @@ LAYERS = {
     "objectlog.http": 5,
     "objectlog.functions": 5,
     "objectlog.spark": 5,
+    "objectlog.kafka": 5,
     "objectlog.tools": 6,
 }
 AWS_SDKS = ("botocore", "aioboto3", "aiobotocore", "boto3")

@@ -32,6 +32,7 @@ ALLOWED_EXTRAS: dict[str, tuple[str, ...]] = {
     "objectlog.telemetry": ("lambda",),
     "functions": ("lambda",),
     "objectlog.spark": ("spark",),
+    "objectlog.kafka": ("agent",),
     "objectlog.tools": ("cli", "server"),
 }
 TOOLING_ONLY = {"click", "rich"}  # distributions no runtime module may import

@@ -104,6 +104,9 @@ def _log(ctx: click.Context) -> LogClient:
 @click.option("--port", default=4566, show_default=True, type=int, help="AWS endpoint port")
 @click.option("--api-port", default=8080, show_default=True, type=int, help="HTTP API port")
 @click.option(
+    "--kafka-port", default=9092, show_default=True, type=int, help="Kafka agent port (0: none)"
+)
+@click.option(
     "--dynamodb",
     type=click.Choice(["moto", "local"]),
     default="moto",
@@ -128,6 +131,7 @@ def dev(
     host: str,
     port: int,
     api_port: int,
+    kafka_port: int,
     dynamodb: str,
     data_dir: Path,
     fresh: bool,
@@ -135,9 +139,9 @@ def dev(
     emf: bool,
     log_aws: bool,
 ) -> None:
-    """Run the embedded stack (AWS endpoint and the HTTP API) until Ctrl-C; one line per API
-    request (method, path, status, milliseconds)."""
-    require("server", "lambda", what="objectlog dev")
+    """Run the embedded stack (AWS endpoint, the HTTP API and the Kafka agent) until Ctrl-C;
+    one line per API request (method, path, status, milliseconds)."""
+    require("server", "lambda", "agent", what="objectlog dev")
     from objectlog.tools.devstack import DevOptions, DevStack
     from objectlog.tools.persistence import PersistenceError
 
@@ -150,6 +154,7 @@ def dev(
         host=host,
         port=port,
         api_port=api_port,
+        kafka_port=kafka_port or None,
         bucket=ctx.parent.params["bucket"],
         table=ctx.parent.params["table"],
         dynamodb=dynamodb,
@@ -170,6 +175,44 @@ def dev(
         _serve_until_interrupted()
     finally:
         stack.stop()
+
+
+@main.command()
+@click.option("--listen", default="0.0.0.0:9092", show_default=True, help="host:port to bind")
+@click.option(
+    "--advertise",
+    help="host:port clients are told to connect to (the load balancer's); default: --listen",
+)
+@click.pass_context
+@clear_errors
+def agent(ctx: click.Context, listen: str, advertise: str | None) -> None:
+    """Serve the Kafka protocol over this log until Ctrl-C or SIGTERM: a stateless agent, any
+    number side by side behind one address (docs/kafka.md)."""
+    require("agent", what="objectlog agent")
+    import asyncio
+
+    from objectlog.kafka.server import AgentConfig, run_agent
+
+    host, port = _host_port(listen, "--listen")
+    advertised_host, advertised_port = _host_port(advertise or listen, "--advertise")
+    config = AgentConfig(
+        host=host,
+        port=port,
+        advertised_host=advertised_host,
+        advertised_port=advertised_port,
+    )
+    log = ObjectLog(ctx.meta["direct_config"]())
+    ctx.call_on_close(log.close)
+    click.echo(f"objectlog agent: Kafka protocol on {listen}, advertising {advertise or listen}")
+    asyncio.run(run_agent(log, config, stop_on_signals=True))
+    click.echo("stopped.")
+
+
+def _host_port(address: str, option: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise click.BadParameter(f"expected host:port, got {address!r}", param_hint=option)
+    return host, int(port)
 
 
 def _serve_until_interrupted() -> None:

@@ -1,8 +1,9 @@
 """``objectlog dev``: the embedded stack, its data directory and its console.
 
 One AWS-compatible endpoint (moto, or moto for S3 beside DynamoDB Local for DynamoDB, with the
-endpoint forwarding DynamoDB requests there), the HTTP API behind the local gateway, and a
-data directory that keeps S3 and DynamoDB state across stops:
+endpoint forwarding DynamoDB requests there), the HTTP API behind the local gateway, the Kafka
+agent (objectlog.kafka) for Kafka clients, and a data directory that keeps S3 and DynamoDB
+state across stops:
 
     .objectlog/stack.json        which DynamoDB the directory holds (moto or local), moto's version
     .objectlog/moto/             moto's checkpoint and journal (tools.persistence)
@@ -40,6 +41,7 @@ class DevOptions:
     host: str = "127.0.0.1"
     port: int = 4566
     api_port: int = 8080
+    kafka_port: int | None = 9092  # the Kafka agent's; None: no agent
     bucket: str = "objectlog"
     table: str = "objectlog"
     dynamodb: str = "moto"  # or "local": DynamoDB Local
@@ -59,6 +61,7 @@ class DevStack:
         self.dynamodb_local: DynamoDBLocal | None = None
         self.server: Any = None
         self.gateway: Any = None
+        self.agent: Any = None
         self.log: ObjectLog | None = None
         self.catalog = ""
         self.api_url = ""
@@ -101,6 +104,11 @@ class DevStack:
         log = self.log
         self.gateway = local_api(lambda: log, request_log=self.echo)
         self.api_url = self.gateway.start(options.host, options.api_port)
+        if options.kafka_port is not None:
+            from objectlog.kafka.server import AgentConfig, AgentThread
+
+            config = AgentConfig(host=options.host, port=options.kafka_port)
+            self.agent = AgentThread(log, config).start()
         return self
 
     def banner(self) -> list[str]:
@@ -120,6 +128,7 @@ class DevStack:
             f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
             f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
             f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)",
+            *([f"  Kafka agent {self.agent.address} (bootstrap.servers)"] if self.agent else []),
             f"  export {exports}",
         ]
         if replayed:
@@ -128,6 +137,8 @@ class DevStack:
 
     def stop(self) -> None:
         """Stop serving; the data directory gets its checkpoint (a clean stop)."""
+        if self.agent is not None:
+            self.agent.stop()
         if self.gateway is not None:
             self.gateway.stop()
         if self.log is not None:
@@ -136,7 +147,7 @@ class DevStack:
             self.server.stop()
         if self.dynamodb_local is not None:
             self.dynamodb_local.stop()
-        self.gateway = self.log = self.server = self.dynamodb_local = None
+        self.agent = self.gateway = self.log = self.server = self.dynamodb_local = None
 
     def _prepare_data_dir(self) -> Path | None:
         data = self.options.data_dir

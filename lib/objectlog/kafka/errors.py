@@ -1,0 +1,57 @@
+"""objectlog's errors as Kafka error codes: one table, used by every API the agent answers."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from objectlog.errors import (
+    CommitFailed,
+    GroupNotEmpty,
+    GroupNotFound,
+    InconsistentGroupProtocol,
+    InvalidConfig,
+    InvalidRequest,
+    InvalidTopicName,
+    ObjectLogError,
+    OffsetOutOfRange,
+    OutOfOrderSequence,
+    RecordTooLarge,
+    StorageUnavailable,
+    TopicExists,
+    TopicNotFound,
+    UnknownMemberId,
+    UnknownOutcome,
+    UnknownPartition,
+)
+from objectlog.kafka.batches import InvalidBatch
+
+# Most specific first: InvalidTopicName and InvalidConfig are InvalidRequests.
+CODES: tuple[tuple[type[Exception], ErrorCode], ...] = (
+    (TopicNotFound, ErrorCode.unknown_topic_or_partition),
+    (UnknownPartition, ErrorCode.unknown_topic_or_partition),
+    (OffsetOutOfRange, ErrorCode.offset_out_of_range),
+    (RecordTooLarge, ErrorCode.message_too_large),
+    (InvalidTopicName, ErrorCode.invalid_topic_exception),
+    (InvalidConfig, ErrorCode.invalid_config),
+    (TopicExists, ErrorCode.topic_already_exists),
+    (OutOfOrderSequence, ErrorCode.out_of_order_sequence_number),
+    (UnknownMemberId, ErrorCode.unknown_member_id),
+    (CommitFailed, ErrorCode.illegal_generation),
+    (GroupNotFound, ErrorCode.group_id_not_found),
+    (GroupNotEmpty, ErrorCode.non_empty_group),
+    (InconsistentGroupProtocol, ErrorCode.inconsistent_group_protocol),
+    (InvalidBatch, ErrorCode.corrupt_message),
+    (InvalidRequest, ErrorCode.invalid_request),
+    # the write may have landed: a retriable timeout, as Kafka answers when it cannot tell
+    (UnknownOutcome, ErrorCode.request_timed_out),
+    (StorageUnavailable, ErrorCode.kafka_storage_error),
+)
+
+
+def error_code(error: BaseException) -> ErrorCode:
+    for kind, code in CODES:
+        if isinstance(error, kind):
+            return code
+    if isinstance(error, ObjectLogError) and error.kind.retriable:
+        return ErrorCode.kafka_storage_error
+    return ErrorCode.unknown_server_error

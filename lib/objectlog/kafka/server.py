@@ -1,0 +1,217 @@
+"""The agent's asyncio server: one task per connection, responses in request order.
+
+A connection's requests are read as they arrive and handled concurrently (a client pipelines
+up to five produce requests), but answered strictly in the order they came, as Kafka does, and
+produce requests commit in order (each waits for the previous one on that connection). A
+malformed or oversized frame, or a request for an API or version not offered, closes that
+connection with a log line; nothing else is affected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+
+from objectlog.clients.direct import ObjectLog
+from objectlog.kafka.handlers import PRODUCE, SUPPORTED, Broker, Handlers
+from objectlog.kafka.wire import (
+    MalformedFrame,
+    Request,
+    build,
+    encode_response,
+    parse_request,
+    read_frame,
+    response_schema,
+)
+
+logger = logging.getLogger(__name__)
+MAX_FRAME_BYTES = 100 << 20  # Kafka's socket.request.max.bytes default
+IN_FLIGHT = 5  # requests read ahead per connection
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    max_frame_bytes: int = MAX_FRAME_BYTES
+
+
+class Agent:
+    """A Kafka-protocol agent over one ObjectLog; start() binds, serve_forever() runs."""
+
+    def __init__(self, log: ObjectLog, config: AgentConfig) -> None:
+        self.log = log
+        self.config = config
+        self.handlers: Handlers | None = None
+        self.server: asyncio.base_events.Server | None = None
+        self.connections: set[asyncio.Task[Any]] = set()
+
+    @property
+    def port(self) -> int:
+        assert self.server is not None, "start() first"
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def start(self) -> Agent:
+        self.server = await asyncio.start_server(
+            self._connection, self.config.host, self.config.port
+        )
+        broker = Broker(
+            host=self.config.advertised_host or self.config.host,
+            port=self.config.advertised_port or self.port,
+            cluster_id=f"objectlog-{self.log.config.table}",
+        )
+        self.handlers = Handlers(self.log, broker)
+        logger.info(
+            "Kafka agent on %s:%d, advertising %s:%d",
+            self.config.host,
+            self.port,
+            broker.host,
+            broker.port,
+        )
+        return self
+
+    async def serve_forever(self) -> None:
+        assert self.server is not None, "start() first"
+        async with self.server:
+            await self.server.serve_forever()
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for task in list(self.connections):  # open connections end with the agent
+            task.cancel()
+        await asyncio.gather(*self.connections, return_exceptions=True)
+        if self.handlers is not None:
+            await asyncio.to_thread(self.handlers.close)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        this = asyncio.current_task()
+        assert this is not None
+        self.connections.add(this)
+        answers: asyncio.Queue[Awaitable[bytes | None] | None] = asyncio.Queue(IN_FLIGHT)
+        sender = asyncio.create_task(self._send_in_order(answers, writer))
+        previous_produce: asyncio.Task[Any] | None = None
+        ended_cleanly = False
+        try:
+            while True:
+                frame = await read_frame(reader, self.config.max_frame_bytes)
+                if frame is None:
+                    ended_cleanly = True
+                    break
+                request = parse_request(frame, SUPPORTED)
+                task = asyncio.create_task(self._answer(request, previous_produce))
+                if request.api_key == PRODUCE:
+                    previous_produce = task
+                await answers.put(task)
+        except MalformedFrame as e:
+            logger.warning("closing the Kafka connection from %s: %s", peer, e)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # the client went away, or the agent is stopping
+        finally:
+            await self._finish(answers, sender, drain=ended_cleanly)
+            writer.close()
+            self.connections.discard(this)
+
+    async def _finish(
+        self,
+        answers: asyncio.Queue[Awaitable[bytes | None] | None],
+        sender: asyncio.Task[None],
+        *,
+        drain: bool,
+    ) -> None:
+        """At a clean end of the stream the requests read so far are still answered; after a
+        malformed frame or a stop they are not."""
+        if drain:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await answers.put(None)
+                await sender
+                return
+        sender.cancel()
+        with contextlib.suppress(BaseException):
+            await sender
+
+    async def _answer(self, request: Request, after: asyncio.Task[Any] | None) -> bytes | None:
+        if after is not None:  # produce requests on a connection commit in order
+            with contextlib.suppress(Exception):
+                await after
+        assert self.handlers is not None
+        handler = self.handlers.routes[request.api_key]
+        try:
+            values = await handler(request)
+        except Exception:
+            logger.exception("API %d v%d failed", request.api_key, request.api_version)
+            raise
+        if values is None:
+            return None
+        api_version = request.api_version
+        if request.body is None:  # an ApiVersions version not offered: answered at v0
+            api_version = 0
+        response = build(response_schema(request.api_key, api_version), values)
+        return encode_response(request, response)
+
+    async def _send_in_order(
+        self,
+        answers: asyncio.Queue[Awaitable[bytes | None] | None],
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        while (next_answer := await answers.get()) is not None:
+            try:
+                frame = await next_answer
+            except Exception:
+                writer.close()  # a handler bug: the client sees the connection drop
+                return
+            if frame is not None:
+                writer.write(frame)
+                await writer.drain()
+
+
+async def run_agent(log: ObjectLog, config: AgentConfig, *, stop_on_signals: bool = False) -> None:
+    """Serve until cancelled (or, with stop_on_signals, until SIGINT or SIGTERM)."""
+    agent = await Agent(log, config).start()
+    serving = asyncio.create_task(agent.serve_forever())
+    if stop_on_signals:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, serving.cancel)
+    try:
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+    finally:
+        await agent.stop()
+
+
+class AgentThread:
+    """An agent on an event loop of its own thread: for `objectlog dev` and the tests."""
+
+    def __init__(self, log: ObjectLog, config: AgentConfig) -> None:
+        self.agent = Agent(log, config)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="objectlog-kafka-agent", daemon=True
+        )
+
+    @property
+    def address(self) -> str:
+        return f"{self.agent.config.host}:{self.agent.port}"
+
+    def start(self) -> AgentThread:
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(self.agent.start(), self.loop).result(timeout=30)
+        return self
+
+    def stop(self) -> None:
+        if not self.thread.is_alive():
+            return
+        asyncio.run_coroutine_threadsafe(self.agent.stop(), self.loop).result(timeout=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=30)
+        self.loop.close()

@@ -1,0 +1,303 @@
+"""The Kafka agent (objectlog.kafka) with unmodified Kafka clients, against the AWS endpoint.
+
+kafka-python and confluent-kafka produce keyed records with every compression and read them back;
+what they wrote is identical when read through the library, and what the library wrote is
+identical when read through them. Placement follows objectlog's partitioner (murmur2). Raw
+frames check the edges: a malformed, oversized or unoffered request closes that connection only,
+ApiVersions of an unknown version answers UNSUPPORTED_VERSION at v0, and a batch that fails its
+CRC is refused with CORRUPT_MESSAGE and stores nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiokafka.record._crecords import DefaultRecordBatchBuilder
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+
+from objectlog import ObjectLog
+from objectlog.format.partitioner import partition_for_key
+from objectlog.kafka.server import AgentConfig, AgentThread
+from objectlog.kafka.wire import request_schema, response_schema
+
+TOPIC = "orders"
+PARTITIONS = 3
+COMPRESSIONS = (None, "gzip", "snappy", "lz4", "zstd")
+Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+
+
+@pytest.fixture
+def agent(log: ObjectLog) -> Iterator[AgentThread]:
+    log.create_topic(TOPIC, partitions=PARTITIONS)
+    running = AgentThread(log, AgentConfig(port=0)).start()
+    yield running
+    running.stop()
+
+
+def library_rows(log: ObjectLog, topic: str = TOPIC) -> set[Row]:
+    rows: set[Row] = set()
+    for partition in range(log.topic(topic).partitions):
+        offset = 0
+        while records := log.fetch(topic, partition, offset, max_records=1000).records:
+            rows |= {(r.partition, r.offset, r.key, r.value, tuple(r.headers)) for r in records}
+            offset = records[-1].offset + 1
+    return rows
+
+
+def kafka_python_rows(address: str, expected: int, topic: str = TOPIC) -> set[Row]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=address, enable_auto_commit=False, consumer_timeout_ms=3000
+    )
+    partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    rows: set[Row] = set()
+    deadline = time.monotonic() + 20
+    while len(rows) < expected and time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=500).values():
+            rows |= {(r.partition, r.offset, r.key, r.value, tuple(r.headers)) for r in batch}
+    consumer.close()
+    return rows
+
+
+def test_kafka_python_produces_every_compression_and_the_library_reads_it_back(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    from kafka import KafkaProducer
+
+    sent = []
+    for compression in COMPRESSIONS:
+        producer = KafkaProducer(
+            bootstrap_servers=agent.address,
+            compression_type=compression,
+            acks="all",
+            enable_idempotence=False,
+        )
+        for i in range(20):
+            key, value = b"key-%d" % i, b"%s-%d" % (str(compression).encode(), i)
+            headers = [("source", b"kafka-python"), ("i", b"%d" % i)]
+            future = producer.send(TOPIC, key=key, value=value, headers=headers)
+            sent.append((future, key, value, headers))
+        producer.flush()
+        producer.close()
+    acknowledged = set()
+    for future, key, value, headers in sent:
+        metadata = future.get(timeout=10)
+        assert metadata.partition == partition_for_key(key, PARTITIONS)  # murmur2, as ours
+        acknowledged.add((metadata.partition, metadata.offset, key, value, tuple(headers)))
+    assert library_rows(log) == acknowledged
+    assert kafka_python_rows(agent.address, len(acknowledged)) == acknowledged
+
+
+def test_confluent_kafka_round_trip_and_the_library_writing_for_kafka_readers(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    import confluent_kafka
+
+    delivered: list[Any] = []
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": agent.address,
+            "partitioner": "murmur2_random",  # librdkafka's default is consistent_random
+            "compression.type": "lz4",
+            "linger.ms": 5,
+        }
+    )
+    for i in range(30):
+        producer.produce(
+            TOPIC,
+            key=b"c-%d" % i,
+            value=b"confluent-%d" % i,
+            headers=[("n", b"%d" % i)],
+            on_delivery=lambda error, message: delivered.append((error, message)),
+        )
+    assert producer.flush(15) == 0
+    assert [error for error, _ in delivered if error is not None] == []
+    for _, message in delivered:
+        assert message.partition() == partition_for_key(message.key(), PARTITIONS)
+    with log.producer() as library:  # and the other way round
+        for i in range(10):
+            library.send(TOPIC, b"lib-%d" % i, key=b"l-%d" % i, headers=[("from", b"library")])
+
+    expected = library_rows(log)
+    assert len(expected) == 40
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": agent.address, "group.id": "unused", "enable.auto.commit": False}
+    )
+    consumer.assign(
+        [
+            confluent_kafka.TopicPartition(TOPIC, p, confluent_kafka.OFFSET_BEGINNING)
+            for p in range(PARTITIONS)
+        ]
+    )
+    rows: set[Row] = set()
+    deadline = time.monotonic() + 20
+    while len(rows) < len(expected) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        assert message.error() is None, message.error()
+        headers = tuple(message.headers() or ())
+        rows.add((message.partition(), message.offset(), message.key(), message.value(), headers))
+    consumer.close()
+    assert rows == expected
+
+
+def test_list_offsets_earliest_latest_and_by_time(log: ObjectLog, agent: AgentThread) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+
+    with log.producer() as producer:
+        for i in range(6):
+            producer.send(TOPIC, b"v%d" % i, partition=1, timestamp_ms=1_000_000 + i * 1000)
+    consumer = KafkaConsumer(bootstrap_servers=agent.address)
+    tp = TopicPartition(TOPIC, 1)
+    assert consumer.beginning_offsets([tp]) == {tp: 0}
+    assert consumer.end_offsets([tp]) == {tp: 6}
+    found = consumer.offsets_for_times({tp: 1_002_500})[tp]
+    assert (found.offset, found.timestamp) == (3, 1_003_000)
+    assert consumer.offsets_for_times({tp: 9_999_999})[tp] is None
+    consumer.close()
+
+
+def test_topics_are_created_and_deleted_with_the_admin_client(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=agent.address)
+    admin.create_topics([NewTopic("Events.v1-EU", 4, 1, topic_configs={"retention.ms": "3600000"})])
+    created = log.topic("Events.v1-EU", fresh=True)
+    assert created.partitions == 4 and created.config.retention_ms == 3_600_000
+    with pytest.raises(TopicAlreadyExistsError):
+        admin.create_topics([NewTopic("Events.v1-EU", 1, 1)])
+    assert "Events.v1-EU" in admin.list_topics()
+    admin.delete_topics(["Events.v1-EU"])
+    assert "Events.v1-EU" not in log.list_topics()
+    admin.close()
+
+
+# ---- raw frames ------------------------------------------------------------------------
+
+
+def frame(api_key: int, version: int, body: Any, correlation_id: int = 7) -> bytes:
+    schema = request_schema(api_key, version)
+    header = schema.__header_schema__
+    out = io.BytesIO()
+    entity_writer(header)(
+        out,
+        header(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id="raw",
+        ),
+    )
+    entity_writer(schema)(out, body)
+    data = out.getvalue()
+    return len(data).to_bytes(4, "big") + data
+
+
+def exchange(address: str, data: bytes) -> bytes | None:
+    """Send data, return the first response frame's body, or None if the agent closed."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(data)
+        connection.shutdown(socket.SHUT_WR)  # a frame cut short ends here
+        size = connection.recv(4, socket.MSG_WAITALL)
+        if len(size) < 4:
+            return None
+        return connection.recv(int.from_bytes(size, "big"), socket.MSG_WAITALL)
+
+
+def produce_request(records: bytes, topic: str = TOPIC, partition: int = 0) -> Any:
+    from kio.schema.produce.v9.request import (
+        PartitionProduceData,
+        ProduceRequest,
+        TopicProduceData,
+    )
+
+    data = PartitionProduceData(index=partition, records=records)
+    return ProduceRequest(
+        acks=-1,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(TopicProduceData(name=topic, partition_data=(data,)),),
+    )
+
+
+def batch(*values: bytes) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
+    for i, value in enumerate(values):
+        builder.append(i, 1_700_000_000_000 + i, None, value, [])
+    return bytes(builder.build())
+
+
+def produce_answer(address: str, records: bytes) -> Any:
+    answer = exchange(address, frame(0, 9, produce_request(records)))
+    assert answer is not None
+    header_size = 5  # v1 response header: correlation id, empty tagged fields
+    response, _ = entity_reader(response_schema(0, 9))(answer, header_size)
+    return response.responses[0].partition_responses[0]
+
+
+def test_a_batch_that_fails_its_crc_is_refused_and_stores_nothing(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    good = produce_answer(agent.address, batch(b"a", b"b"))
+    assert (good.error_code, good.base_offset) == (ErrorCode.none, 0)
+    corrupt = bytearray(batch(b"c", b"d"))
+    corrupt[-1] ^= 0xFF
+    refused = produce_answer(agent.address, bytes(corrupt))
+    assert refused.error_code == ErrorCode.corrupt_message
+    assert log.offsets(TOPIC, 0).latest == 2  # nothing stored
+
+
+def test_malformed_oversized_and_unoffered_requests_close_only_their_connection(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=agent.address, enable_idempotence=False)
+    producer.send(TOPIC, b"before", partition=0).get(timeout=10)
+    metadata = frame(
+        3,
+        12,
+        request_schema(3, 12)(
+            topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+        ),
+    )  # size, key, version, id, ...
+    broken = [
+        (len(metadata) + 10).to_bytes(4, "big") + metadata[4:],  # ends inside the frame
+        (200 << 20).to_bytes(4, "big") + b"\0" * 16,  # over the frame size limit
+        metadata[:4] + b"\x00\x03\x00\x2a" + metadata[8:],  # Metadata v42: not offered
+        metadata[:4] + b"\x00\x63\x00\x0c" + metadata[8:],  # API 99: not offered
+        metadata[:12] + b"\xff" * (len(metadata) - 12),  # garbage after the correlation id
+    ]
+    for data in broken:
+        assert exchange(agent.address, data) is None
+    producer.send(TOPIC, b"after", partition=0).get(timeout=10)
+    producer.close()
+    assert [r.value for r in log.fetch(TOPIC, 0, 0).records] == [b"before", b"after"]
+
+
+def test_an_api_versions_request_of_an_unknown_version_gets_unsupported_version_at_v0(
+    agent: AgentThread,
+) -> None:
+    body = request_schema(18, 3)(client_software_name="raw", client_software_version="1")
+    request = frame(18, 3, body)
+    unknown = request[:6] + b"\x00\x63" + request[8:]  # ApiVersions v99
+    answer = exchange(agent.address, unknown)
+    assert answer is not None
+    response, _ = entity_reader(response_schema(18, 0))(answer, 4)  # v0 header: correlation id
+    assert response.error_code == ErrorCode.unsupported_version
+    offered = {api.api_key: (api.min_version, api.max_version) for api in response.api_keys}
+    assert offered[0] == (3, 11) and offered[18] == (0, 4)
