@@ -78,13 +78,14 @@ def test_consume_usage_errors(run) -> None:
 
 
 def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
-    port, api_port = free_port(), free_port()
-    process = start_dev_process(port, api_port, "--in-memory")
+    port, api_port, kafka_port = free_port(), free_port(), free_port()
+    process = start_dev_process(port, api_port, "--in-memory", kafka_port=kafka_port)
     try:
         assert process.stdout is not None
         banner = process.stdout.readline()
         assert f"127.0.0.1:{port}" in banner
         assert f"127.0.0.1:{api_port}" in process.stdout.readline()
+        assert f"Kafka agent 127.0.0.1:{kafka_port}" in process.stdout.readline()
         assert " OBJECTLOG_CATALOG=glue" in process.stdout.readline()  # in memory: its Glue
         endpoint = f"http://127.0.0.1:{port}"
         with ObjectLog.connect(s3_endpoint=endpoint, dynamodb_endpoint=endpoint) as log:
@@ -95,6 +96,15 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
         api = f"http://127.0.0.1:{api_port}/topics/hello/partitions/0/records?offset=0"
         with urllib.request.urlopen(api) as response:
             assert json.load(response)["records"][0]["value"] == "d29ybGQ="
+        from kafka import KafkaConsumer, TopicPartition
+
+        kafka = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{kafka_port}")
+        kafka.assign([TopicPartition("hello", 0)])
+        kafka.seek_to_beginning()
+        assert [r.value for r in kafka.poll(timeout_ms=5000, max_records=1).popitem()[1]] == [
+            b"world"
+        ]
+        kafka.close()
     finally:
         process.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 10

@@ -69,7 +69,7 @@ class Agent:
             cluster_id=f"objectlog-{self.log.config.table}",
         )
         self.handlers = Handlers(self.log, broker)
-        logger.info(
+        logger.debug(
             "Kafka agent on %s:%d, advertising %s:%d",
             self.config.host,
             self.port,

@@ -212,9 +212,12 @@ class EmbeddedAWS:
         self.stop()
 
 
-def start_dev_process(port: int, api_port: int, *options: str) -> subprocess.Popen[str]:
+def start_dev_process(
+    port: int, api_port: int, *options: str, kafka_port: int = 0
+) -> subprocess.Popen[str]:
     """``objectlog dev`` in a process of its own (its own GIL), printing its banner on stdout;
-    options go to ``objectlog dev`` (``--in-memory``, ``--data-dir DIR``, ...).
+    options go to ``objectlog dev`` (``--in-memory``, ``--data-dir DIR``, ...). No Kafka agent
+    unless kafka_port is given (9092 may be taken by a `make run`).
 
     AWS_ENDPOINT_URL* are dropped from its environment: it is the endpoint.
     """
@@ -222,7 +225,7 @@ def start_dev_process(port: int, api_port: int, *options: str) -> subprocess.Pop
     env.update(PYTHONUNBUFFERED="1", POWERTOOLS_METRICS_DISABLED="true")
     command = [sys.executable, "-m", "objectlog.tools.cli", "dev", "--port", str(port)]
     return subprocess.Popen(
-        [*command, "--api-port", str(api_port), *options],
+        [*command, "--api-port", str(api_port), "--kafka-port", str(kafka_port), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
