@@ -108,6 +108,12 @@ class OutOfOrderSequence(ObjectLogError):
     kind = ErrorKind.FATAL
 
 
+class ProducerFenced(ObjectLogError):
+    """A newer instance of this producer (a higher epoch) has written to the partition."""
+
+    kind = ErrorKind.CONFLICT
+
+
 class ConcurrentModification(ObjectLogError):
     """Another writer changed the item first; re-read and try again."""
 

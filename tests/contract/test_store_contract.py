@@ -17,6 +17,7 @@ from objectlog.errors import (
     HorizonPassed,
     InvalidRequest,
     OutOfOrderSequence,
+    ProducerFenced,
     TopicExists,
     TopicNotFound,
 )
@@ -26,7 +27,7 @@ from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPar
 from objectlog.stores.idempotency import COMPLETED, IN_PROGRESS, IdempotencyRecord
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import Lease
-from objectlog.stores.metadata import ACTIVE, CREATING, DELETING, Commit
+from objectlog.stores.metadata import ACTIVE, CREATING, DELETING, Commit, KafkaSequence
 
 pytestmark = pytest.mark.emulators  # the stores' conditional writes, on every emulator
 
@@ -153,6 +154,73 @@ def test_sequence_gaps_when_allowed_and_older_ones_are_duplicates(stores: ItemSt
     assert stores.metadata.commit(commit(t, seq=9, gaps=True)).base_offset == 3
     older = stores.metadata.commit(commit(t, seq=5, gaps=True))
     assert older.duplicate and older.base_offset == -1
+
+
+def kafka(
+    t: Topic, first: int, records: int = 3, *, epoch: int = 0, seen: int | None = None
+) -> Commit:
+    """A Kafka producer's batch of ``records`` records starting at sequence ``first``."""
+    sequence = KafkaSequence(epoch, first, first + records - 1, seen)
+    return Commit(t.topic_id, t.name, 0, ref(records), 1000, "k42", 0, 7, kafka=sequence)
+
+
+def test_kafka_batches_follow_by_record_sequence_and_the_last_five_are_remembered(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    stores.metadata.commit(commit(t, seq=0, pid="other"))  # offsets 0-2: another producer
+    bases = [stores.metadata.commit(kafka(t, 3 * i)).base_offset for i in range(7)]
+    assert bases == [3, 6, 9, 12, 15, 18, 21]
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None
+    state = head.producers["k42"]
+    assert state.window is not None and (state.sequence, state.window.batches) == (20, 7)
+    assert state.window.recent == ((6, 9), (9, 12), (12, 15), (15, 18), (18, 21))
+    for i in (2, 4, 6):  # a retried batch of the window gets its original offset
+        again = stores.metadata.commit(kafka(t, 3 * i))
+        assert again.duplicate and again.base_offset == bases[i]
+    older = stores.metadata.commit(kafka(t, 0))  # before the window: a duplicate, no offset
+    assert older.duplicate and older.base_offset == -1
+    with pytest.raises(OutOfOrderSequence):
+        stores.metadata.commit(kafka(t, 30))  # a gap: 21-29 never came
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None and head.next_offset == 24
+
+
+def test_a_kafka_commit_with_a_stale_batch_count_still_lands_once(stores: ItemStores) -> None:
+    t = created(stores, topic())
+    assert stores.metadata.commit(kafka(t, 0, seen=None)).base_offset == 0
+    assert stores.metadata.commit(kafka(t, 3, seen=0)).base_offset == 3  # it had seen 0, not 1
+    assert stores.metadata.commit(kafka(t, 6, seen=2)).base_offset == 6
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None and head.next_offset == 9
+
+
+def test_a_new_kafka_epoch_fences_the_old_one_and_starts_at_zero(stores: ItemStores) -> None:
+    t = created(stores, topic())
+    stores.metadata.commit(kafka(t, 0))
+    stores.metadata.commit(kafka(t, 3))
+    with pytest.raises(OutOfOrderSequence):
+        stores.metadata.commit(kafka(t, 6, epoch=1))  # a new epoch must begin at 0
+    assert stores.metadata.commit(kafka(t, 0, epoch=1)).base_offset == 6
+    with pytest.raises(ProducerFenced):
+        stores.metadata.commit(kafka(t, 6, epoch=0))
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None and head.next_offset == 9
+
+
+def test_kafka_producer_ids_are_never_handed_out_twice(stores: ItemStores) -> None:
+    ids = [stores.metadata.next_producer_id() for _ in range(3)]
+    assert ids == [0, 1, 2]
+
+
+def test_a_kafka_producer_without_state_resumes_at_its_sequence(stores: ItemStores) -> None:
+    t = created(stores, topic())
+    assert stores.metadata.commit(kafka(t, 500)).base_offset == 0  # its state had expired
+    assert stores.metadata.commit(kafka(t, 503)).base_offset == 3
+    with pytest.raises(HorizonPassed):
+        stores.metadata.raise_gc_horizon("t", 0, 5000)
+        stores.metadata.commit(kafka(t, 506))
 
 
 def test_commits_behind_the_gc_horizon_or_to_another_topic_id_fail(stores: ItemStores) -> None:

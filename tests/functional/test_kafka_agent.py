@@ -79,8 +79,7 @@ def test_kafka_python_produces_every_compression_and_the_library_reads_it_back(
         producer = KafkaProducer(
             bootstrap_servers=agent.address,
             compression_type=compression,
-            acks="all",
-            enable_idempotence=False,
+            acks="all",  # kafka-python 3 is then idempotent: InitProducerId, sequences
         )
         for i in range(20):
             key, value = b"key-%d" % i, b"%s-%d" % (str(compression).encode(), i)
@@ -301,3 +300,72 @@ def test_an_api_versions_request_of_an_unknown_version_gets_unsupported_version_
     assert response.error_code == ErrorCode.unsupported_version
     offered = {api.api_key: (api.min_version, api.max_version) for api in response.api_keys}
     assert offered[0] == (3, 11) and offered[18] == (0, 4)
+
+
+def init_producer(address: str, producer_id: int = -1, epoch: int = -1) -> tuple[int, int]:
+    body = request_schema(22, 4)(
+        transactional_id=None,
+        transaction_timeout=datetime.timedelta(seconds=60),
+        producer_id=producer_id,
+        producer_epoch=epoch,
+    )
+    answer = exchange(address, frame(22, 4, body))
+    assert answer is not None
+    response, _ = entity_reader(response_schema(22, 4))(answer, 5)
+    assert response.error_code == ErrorCode.none
+    return int(response.producer_id), int(response.producer_epoch)
+
+
+def idempotent_batch(producer: tuple[int, int], sequence: int, records: int = 3) -> bytes:
+    producer_id, epoch = producer
+    builder = DefaultRecordBatchBuilder(2, 0, 0, producer_id, epoch, sequence, 1 << 20)
+    for i in range(records):
+        builder.append(i, 1_700_000_000_000, None, b"s%d" % (sequence + i), [])
+    return bytes(builder.build())
+
+
+def test_an_idempotent_producers_retries_get_their_original_offsets_and_gaps_are_refused(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    producer = init_producer(agent.address)
+    assert init_producer(agent.address)[0] == producer[0] + 1  # ids from one counter
+    bases = [
+        produce_answer(agent.address, idempotent_batch(producer, s)).base_offset
+        for s in (0, 3, 6, 9, 12, 15)
+    ]
+    assert bases == [0, 3, 6, 9, 12, 15]
+    for sequence, base in ((3, 3), (6, 6), (15, 15)):  # retries within the last five batches
+        again = produce_answer(agent.address, idempotent_batch(producer, sequence))
+        assert (again.error_code, again.base_offset) == (ErrorCode.none, base)
+    old = produce_answer(agent.address, idempotent_batch(producer, 0))  # beyond the window
+    assert old.error_code == ErrorCode.duplicate_sequence_number
+    gap = produce_answer(agent.address, idempotent_batch(producer, 30))
+    assert gap.error_code == ErrorCode.out_of_order_sequence_number
+    bumped = init_producer(agent.address, *producer)  # KIP-360: the same id, the next epoch
+    assert bumped == (producer[0], producer[1] + 1)
+    assert produce_answer(agent.address, idempotent_batch(bumped, 0)).base_offset == 18
+    fenced = produce_answer(agent.address, idempotent_batch(producer, 18))
+    assert fenced.error_code == ErrorCode.invalid_producer_epoch
+    values = [r.value for r in log.fetch(TOPIC, 0, 0).records]
+    assert values == [b"s%d" % i for i in range(18)] + [b"s0", b"s1", b"s2"]  # nothing twice
+
+
+def test_the_head_stays_small_with_sixteen_idempotent_producers(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    from bench.meter import item_size
+    from objectlog.stores.dynamo_metadata import head_key
+
+    producers = [init_producer(agent.address) for _ in range(16)]
+    for round_ in range(6):  # six batches each: every window full and wrapped
+        for producer in producers:
+            answer = produce_answer(agent.address, idempotent_batch(producer, 3 * round_))
+            assert answer.error_code == ErrorCode.none
+    head = log.metadata.get_head(TOPIC, 0)
+    assert head is not None and len([p for p in head.producers if p.startswith("k")]) == 16
+    raw = log.metadata.table.client.get_item(
+        TableName=log.config.table, Key={k: {"S": v} for k, v in head_key(TOPIC, 0).items()}
+    )["Item"]
+    size = item_size(raw)
+    print(f"head with 16 Kafka producers and {len(head.tail)} refs: {size} bytes")
+    assert size < 2048  # DESIGN.md section 3; figures in docs/kafka.md

@@ -22,6 +22,7 @@ import pyarrow as pa
 from kio.schema.errors import ErrorCode
 from ulid import ULID
 
+from objectlog.cache import LruCache
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError, TopicExists, TopicNotFound, UnknownPartition
 from objectlog.format.topics import (
@@ -36,18 +37,23 @@ from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.services.append import PartitionBatch
 from objectlog.services.fetch import FetchRequest, FetchResult
+from objectlog.stores.metadata import KafkaSequence
 
 T = TypeVar("T")
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 LOG_APPEND_TIME = 1
 TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5  # Kafka's config sources
+NO_PRODUCER = -1
+MAX_EPOCH = 32767
+WINDOW_HINTS = 100_000
 NO_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for"
 FETCH_RETRY_S = (0.01, 0.25)  # the long poll's first and longest pause between head reads
 
 # API key: (lowest, highest) version offered. ApiVersions answers exactly this table.
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
-API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS = 18, 19, 20
+API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 18, 19, 20, 22
 SUPPORTED: dict[int, tuple[int, int]] = {
+    INIT_PRODUCER_ID: (0, 4),
     PRODUCE: (3, 11),
     FETCH: (4, 16),
     LIST_OFFSETS: (1, 9),
@@ -89,7 +95,10 @@ class Handlers:
             LIST_OFFSETS: self.list_offsets,
             CREATE_TOPICS: self.create_topics,
             DELETE_TOPICS: self.delete_topics,
+            INIT_PRODUCER_ID: self.init_producer_id,
         }
+        # (topic, partition, producer key) -> the window's batch count the last commit left
+        self.windows: LruCache[tuple[str, int, str], int] = LruCache(WINDOW_HINTS)
 
     def close(self) -> None:
         self.appender.close()
@@ -158,28 +167,21 @@ class Handlers:
     async def produce(self, request: Request) -> dict[str, Any] | None:
         body = request.body
         answers: dict[tuple[str, int], dict[str, Any]] = {}
-        batches: list[PartitionBatch] = []
+        by_producer: dict[str | None, list[PartitionBatch]] = {}
         for topic_data in body.topic_data:
             for data in topic_data.partition_data:
                 key = (topic_data.name, data.index)
                 try:
-                    batches.append(await self._partition_batch(topic_data.name, data))
+                    batch, producer = await self._partition_batch(topic_data.name, data)
                 except (ObjectLogError, InvalidBatch) as e:
                     answers[key] = _produce_error(data.index, e)
-        if batches:
-            outcomes = await self.call(self.appender.append, batches, None)
+                    continue
+                by_producer.setdefault(producer, []).append(batch)
+        for producer, batches in by_producer.items():
+            outcomes = await self.call(self.appender.append, batches, producer)
             for outcome in outcomes:
-                key = (outcome.batch.topic.name, outcome.batch.partition)
-                if outcome.error is not None:
-                    answers[key] = _produce_error(outcome.batch.partition, outcome.error)
-                else:
-                    answers[key] = {
-                        "index": outcome.batch.partition,
-                        "error_code": ErrorCode.none,
-                        "base_offset": outcome.base_offset,
-                        "log_append_time": -1,
-                        "log_start_offset": _log_start(outcome),
-                    }
+                self._remember_window(outcome, producer)
+                answers[(outcome.batch.topic.name, outcome.batch.partition)] = _produced(outcome)
         if body.acks == 0:
             return None
         return {
@@ -195,7 +197,9 @@ class Handlers:
             "throttle_time": 0,
         }
 
-    async def _partition_batch(self, name: str, data: Any) -> PartitionBatch:
+    async def _partition_batch(self, name: str, data: Any) -> tuple[PartitionBatch, str | None]:
+        """The partition's records as one batch, and its producer's key in the head (None for
+        a producer that is not idempotent)."""
         topic = await self.call(self.log.topic, name)
         _check_partition(topic, data.index)
         stamped = topic.config.timestamp_type == LOG_APPEND_TIME
@@ -208,7 +212,64 @@ class Handlers:
                 "offset",
                 pa.array(range(table.num_rows), type=pa.int64()),
             )
-        return PartitionBatch(topic, data.index, table)
+        producer, sequence = self._sequence(name, data.index, decoded)
+        return PartitionBatch(topic, data.index, table, kafka=sequence), producer
+
+    def _sequence(
+        self, topic: str, partition: int, decoded: list[Any]
+    ) -> tuple[str | None, KafkaSequence | None]:
+        """The producer's key and the idempotence fields of a partition's batches (one run of
+        sequences), or None and None for a producer that is not idempotent."""
+        first = decoded[0]
+        if first.producer_id == NO_PRODUCER:
+            if any(b.producer_id != NO_PRODUCER for b in decoded):
+                raise InvalidBatch(f"{topic}/{partition}: idempotent and plain batches mixed")
+            return None, None
+        if any(b.transactional for b in decoded):
+            raise InvalidBatch(f"{topic}/{partition}: transactions are not offered")
+        expected = first.base_sequence
+        for batch in decoded:
+            same = (batch.producer_id, batch.producer_epoch) == (
+                first.producer_id,
+                first.producer_epoch,
+            )
+            if not same or batch.base_sequence != expected:
+                raise InvalidBatch(f"{topic}/{partition}: the batches' sequences do not follow")
+            expected += batch.records
+        key = f"k{first.producer_id}"
+        seen = self.windows.get((topic, partition, key))
+        return key, KafkaSequence(first.producer_epoch, first.base_sequence, expected - 1, seen)
+
+    def _remember_window(self, outcome: Any, producer: str | None) -> None:
+        head = outcome.head
+        if producer is None or head is None:
+            return
+        state = head.producers.get(producer)
+        if state is not None and state.window is not None:
+            key = (outcome.batch.topic.name, outcome.batch.partition, producer)
+            self.windows.put(key, state.window.batches)
+
+    async def init_producer_id(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        if body.transactional_id is not None:  # transactions are not offered (docs/kafka.md)
+            return {
+                "throttle_time": 0,
+                "error_code": ErrorCode.invalid_request,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            }
+        producer_id = getattr(body, "producer_id", NO_PRODUCER)
+        epoch = getattr(body, "producer_epoch", NO_PRODUCER)
+        if producer_id != NO_PRODUCER and 0 <= epoch < MAX_EPOCH:
+            producer_id, epoch = producer_id, epoch + 1  # KIP-360: the same producer, bumped
+        else:
+            producer_id, epoch = await self.call(self.log.metadata.next_producer_id), 0
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "producer_id": producer_id,
+            "producer_epoch": epoch,
+        }
 
     # ---- Fetch, ListOffsets ----------------------------------------------------------------
 
@@ -428,18 +489,34 @@ def _check_partition(topic: Topic, partition: int) -> None:
         )
 
 
-def _log_start(outcome: Any) -> int:
-    return outcome.head.log_start_offset if outcome.head is not None else -1
+def _produced(outcome: Any) -> dict[str, Any]:
+    if outcome.error is not None:
+        return _produce_error(outcome.batch.partition, outcome.error)
+    if outcome.duplicate and outcome.base_offset < 0:  # older than the window: Kafka's answer
+        return _produce_error(
+            outcome.batch.partition, ErrorCode.duplicate_sequence_number, "an older duplicate"
+        )
+    head = outcome.head
+    return {
+        "index": outcome.batch.partition,
+        "error_code": ErrorCode.none,
+        "base_offset": outcome.base_offset,
+        "log_append_time": -1,
+        "log_start_offset": head.log_start_offset if head is not None else -1,
+    }
 
 
-def _produce_error(partition: int, error: BaseException) -> dict[str, Any]:
+def _produce_error(
+    partition: int, error: BaseException | ErrorCode, message: str | None = None
+) -> dict[str, Any]:
+    code = error if isinstance(error, ErrorCode) else error_code(error)
     return {
         "index": partition,
-        "error_code": error_code(error),
+        "error_code": code,
         "base_offset": -1,
         "log_append_time": -1,
         "log_start_offset": -1,
-        "error_message": str(error),
+        "error_message": message or str(error),
     }
 
 

@@ -38,7 +38,13 @@ from objectlog.format.layout import l0_key
 from objectlog.format.segment import write_parquet
 from objectlog.format.topics import Topic
 from objectlog.services.index import IndexStore
-from objectlog.stores.metadata import Commit, CommitResult, HeadStore, PartitionHead
+from objectlog.stores.metadata import (
+    Commit,
+    CommitResult,
+    HeadStore,
+    KafkaSequence,
+    PartitionHead,
+)
 from objectlog.stores.objects import ObjectStore
 
 logger = logging.getLogger(__name__)
@@ -56,6 +62,7 @@ class PartitionBatch:
     partition: int
     table: pa.Table
     sequence: int = 0
+    kafka: KafkaSequence | None = None  # a Kafka producer's batch (the Kafka agent's)
 
     @property
     def records(self) -> int:
@@ -277,6 +284,7 @@ class Appender:
                 producer_id=producer_id,
                 sequence=batch.sequence,
                 now_s=self.clock.now_ms() // 1000,
+                kafka=batch.kafka,
             )
         )
 

@@ -5,10 +5,12 @@ Items (string keys ``pk``/``sk``):
 
     topic#<t> / meta     tid, parts, cfg{...}, state, created
     topics    / index    names (string set): the topic registry, so listing needs no Query
+    kafka     / producer-ids   n: the Kafka producer ids handed out (InitProducerId)
     part#<t>#<p> / head  tid, next (high watermark), lso (log start), tb (tail base),
                          tail [ref, ...], ml (manifest list key), ie (index epoch),
                          gch (GC horizon, ms), ce (compactor epoch), segs, nbytes,
-                         ps {<pid>s: last sequence, <pid>b: its base offset, <pid>t: last use s}
+                         ps {<pid>s: last sequence, <pid>b: its base offset, <pid>t: last use s,
+                             <kafka pid>w: a Kafka producer's window (stores.kafka_window)}
 
 Produce and fetch use GetItem, BatchGetItem, PutItem and conditional UpdateItem only: moto
 server's Query and TransactWriteItems slow down with the table's size, and on AWS a
@@ -21,9 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from objectlog.adapters.dynamodb import DynamoTable, Item
-from objectlog.errors import ConcurrentModification, InvalidRequest, TopicExists, TopicNotFound
+from objectlog.errors import (
+    ConcurrentModification,
+    InvalidRequest,
+    TopicExists,
+    TopicNotFound,
+)
 from objectlog.format.index import SegmentRef
 from objectlog.format.topics import Topic, TopicConfig
+from objectlog.stores.kafka_window import KafkaCommits, parse_windows
 from objectlog.stores.metadata import (
     ACTIVE,
     CREATING,
@@ -36,6 +44,7 @@ from objectlog.stores.metadata import (
 )
 
 REGISTRY_KEY = {"pk": "topics", "sk": "index"}
+PRODUCER_IDS_KEY = {"pk": "kafka", "sk": "producer-ids"}
 
 
 def topic_key(name: str) -> dict[str, str]:
@@ -58,11 +67,14 @@ def parse_topic(name: str, item: Mapping[str, Any]) -> Topic:
 
 
 def parse_producers(item: Mapping[str, Any]) -> dict[str, ProducerState]:
-    raw: Mapping[str, int] = item.get("ps", {})
+    raw: Mapping[str, Any] = item.get("ps", {})
     pids = {key[:-1] for key in raw if key.endswith("s")}
     return {
-        pid: ProducerState(raw[f"{pid}s"], raw.get(f"{pid}b", 0), raw.get(f"{pid}t", 0))
-        for pid in pids
+        **{
+            pid: ProducerState(raw[f"{pid}s"], raw.get(f"{pid}b", 0), raw.get(f"{pid}t", 0))
+            for pid in pids
+        },
+        **parse_windows(raw),
     }
 
 
@@ -101,11 +113,17 @@ def new_head_item(topic: Topic, partition: int) -> Item:
     }
 
 
-class DynamoMetadata:
+class DynamoMetadata(KafkaCommits):
     """Topics, partition heads and producer state in one DynamoDB table."""
 
     def __init__(self, table: DynamoTable) -> None:
         self.table = table
+
+    def _parse_head(self, topic: str, partition: int, item: Mapping[str, Any]) -> PartitionHead:
+        return parse_head(topic, partition, item)
+
+    def _head_key(self, commit: Commit) -> dict[str, str]:
+        return head_key(commit.topic, commit.partition)
 
     @property
     def client(self) -> Any:
@@ -226,6 +244,19 @@ class DynamoMetadata:
             what="UpdateItem registry",
         )
 
+    def next_producer_id(self) -> int:
+        written = self.table.update(
+            PRODUCER_IDS_KEY,
+            "ADD #n :one",
+            names={"#n": "n"},
+            values={":one": 1},
+            returns="UPDATED_NEW",
+            repeatable=False,  # a repeat skips an id: harmless, but say what happened
+            what="UpdateItem Kafka producer ids",
+        )
+        assert written.item is not None
+        return int(written.item["n"]) - 1
+
     def registered_names(self) -> list[str]:
         item = self.table.get(REGISTRY_KEY)
         return sorted(item["names"]) if item and "names" in item else []
@@ -253,6 +284,8 @@ class DynamoMetadata:
     def commit(self, commit: Commit) -> CommitResult:
         """HeadStore.commit in one conditional UpdateItem: the ref appended to the tail, next
         moved by its span (the old next is the base), the producer's sequence set."""
+        if commit.kafka is not None:
+            return self._kafka_commit(commit)
         ref = commit.ref
         names = {"#next": "next", "#segs": "segs", "#nbytes": "nbytes"}
         values: dict[str, Any] = {
@@ -318,7 +351,7 @@ class DynamoMetadata:
         names: dict[str, str] = {}
         removes = [f"tail[{i}]" for i in range(refs_removed)]
         for i, pid in enumerate(expired_producers):
-            for suffix in "sbt":
+            for suffix in "sbtw":  # w: a Kafka producer's window
                 names[f"#p{i}{suffix}"] = f"{pid}{suffix}"
                 removes.append(f"ps.#p{i}{suffix}")
         return self.table.update(

@@ -24,6 +24,7 @@ from objectlog.stores.metadata import (
     ProducerState,
     commit_applies,
     explain_failed_commit,
+    kafka_commit,
 )
 
 
@@ -34,6 +35,7 @@ class MemoryMetadata:
         self._topics: dict[str, Topic] = {}
         self._registry: set[str] = set()
         self._heads: dict[tuple[str, int], PartitionHead] = {}
+        self._producer_ids = 0
         self._lock = threading.Lock()
 
     def ensure_table(self) -> None:
@@ -127,6 +129,8 @@ class MemoryMetadata:
 
     def commit(self, commit: Commit) -> CommitResult:
         key = (commit.topic, commit.partition)
+        if commit.kafka is not None:
+            return self._kafka_commit(commit)
         with self._lock:
             head = self._heads.get(key)
             if head is None or not commit_applies(commit, head):
@@ -146,6 +150,20 @@ class MemoryMetadata:
             )
             self._heads[key] = new
             return CommitResult(head.next_offset, new)
+
+    def next_producer_id(self) -> int:
+        with self._lock:
+            self._producer_ids += 1
+            return self._producer_ids - 1
+
+    def _kafka_commit(self, commit: Commit) -> CommitResult:
+        """DynamoMetadata's Kafka commit, by the same rule (stores.metadata.kafka_commit)."""
+        key = (commit.topic, commit.partition)
+        with self._lock:
+            result, new = kafka_commit(commit, self._heads.get(key))
+            if new is not None:
+                self._heads[key] = new
+            return result
 
     def spill(
         self,

@@ -10,10 +10,16 @@ conditional-write semantics.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from objectlog.errors import HorizonPassed, OutOfOrderSequence, StorageUnavailable, TopicNotFound
+from objectlog.errors import (
+    HorizonPassed,
+    OutOfOrderSequence,
+    ProducerFenced,
+    StorageUnavailable,
+    TopicNotFound,
+)
 from objectlog.format.index import SegmentRef
 from objectlog.format.topics import Topic
 
@@ -22,11 +28,39 @@ CREATING = "CREATING"
 DELETING = "DELETING"
 
 
+KAFKA_WINDOW = 5  # the batches per Kafka producer and partition a head remembers, as Kafka
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaWindow:
+    """A Kafka producer's state on a partition beyond its last sequence: its epoch, how many
+    batches it committed, and the newest ones' (first sequence, base offset), oldest first."""
+
+    epoch: int
+    batches: int
+    recent: tuple[tuple[int, int], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerState:
+    """The last committed sequence (an objectlog producer's batch counter, or a Kafka
+    producer's last record's sequence) and base offset; Kafka producers carry their window."""
+
     sequence: int
     base_offset: int
     last_use_s: int
+    window: KafkaWindow | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSequence:
+    """A Kafka batch's idempotence fields, and the window's batch count as the caller last saw
+    it (None: unknown; the store reads the head)."""
+
+    epoch: int
+    first: int
+    last: int
+    batches_seen: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +105,7 @@ class Commit:
     sequence: int
     now_s: int
     allow_sequence_gaps: bool = False
+    kafka: KafkaSequence | None = None  # producer_id is then the Kafka producer's key
 
 
 class TopicStore(Protocol):
@@ -173,6 +208,10 @@ class MetadataStore(TopicStore, HeadStore, Protocol):
 
     def ensure_table(self) -> None: ...
 
+    def next_producer_id(self) -> int:
+        """A Kafka producer id never handed out before (a counter: 0, 1, 2, ...)."""
+        ...
+
 
 def explain_failed_commit(commit: Commit, head: PartitionHead | None) -> CommitResult:
     """Why a commit's condition failed, given the head as it was: a duplicate of a commit that
@@ -211,3 +250,79 @@ def commit_applies(commit: Commit, head: PartitionHead | None) -> bool:
     if commit.allow_sequence_gaps:
         return state.sequence < commit.sequence
     return state.sequence == commit.sequence - 1
+
+
+# ---- Kafka producers: sequences per record, a window of five batches ----------------------
+
+INIT = "init"  # the head holds no state for this producer epoch: start its window first
+APPLY = "apply"  # the batch follows the last one: commit it at the window's batch count
+
+
+def kafka_verdict(commit: Commit, head: PartitionHead) -> str | CommitResult:
+    """What a Kafka producer's batch means against the head, the one rule both stores apply:
+    INIT, APPLY, a duplicate's original result, or the error (ProducerFenced for an older
+    epoch, OutOfOrderSequence for a gap, or for a new epoch not starting at 0)."""
+    sequence = commit.kafka
+    assert sequence is not None and commit.producer_id is not None
+    state = head.producers.get(commit.producer_id)
+    window = state.window if state is not None else None
+    if state is None or window is None:
+        return INIT  # no state (new, or expired: accepted from any sequence, as KIP-360)
+    if window.epoch > sequence.epoch:
+        raise ProducerFenced(
+            f"producer {commit.producer_id} epoch {sequence.epoch} is fenced by epoch "
+            f"{window.epoch} on {commit.topic}/{commit.partition}"
+        )
+    if window.epoch < sequence.epoch:
+        if sequence.first != 0:
+            raise OutOfOrderSequence(
+                f"producer {commit.producer_id} began epoch {sequence.epoch} at sequence "
+                f"{sequence.first}, not 0"
+            )
+        return INIT
+    if state.sequence == sequence.first - 1:
+        return APPLY
+    for first, base in window.recent:
+        if first == sequence.first:
+            return CommitResult(base, head, duplicate=True)
+    if sequence.first <= state.sequence:  # older than the window: a duplicate, offset unknown
+        return CommitResult(-1, head, duplicate=True)
+    raise OutOfOrderSequence(
+        f"producer {commit.producer_id} sent sequence {sequence.first} to "
+        f"{commit.topic}/{commit.partition}, but its last committed sequence there is "
+        f"{state.sequence}"
+    )
+
+
+def kafka_commit(
+    commit: Commit, head: PartitionHead | None
+) -> tuple[CommitResult, PartitionHead | None]:
+    """The Kafka commit on a head held in memory: its result and the new head (None when
+    nothing changed). DynamoMetadata states the same in its conditional UpdateItems."""
+    sequence = commit.kafka
+    assert sequence is not None and commit.producer_id is not None
+    if head is None or head.topic_id != commit.topic_id or head.gc_horizon >= commit.object_time_ms:
+        return explain_failed_commit(replace(commit, kafka=None, producer_id=None), head), None
+    verdict = kafka_verdict(commit, head)
+    if isinstance(verdict, CommitResult):
+        return verdict, None
+    state = head.producers.get(commit.producer_id)
+    window = state.window if verdict == APPLY and state is not None else None
+    window = window or KafkaWindow(sequence.epoch, 0, ())
+    recent = (*window.recent, (sequence.first, head.next_offset))[-KAFKA_WINDOW:]
+    producers = dict(head.producers)
+    producers[commit.producer_id] = ProducerState(
+        sequence.last,
+        head.next_offset,
+        commit.now_s,
+        KafkaWindow(window.epoch, window.batches + 1, recent),
+    )
+    new = replace(
+        head,
+        next_offset=head.next_offset + commit.ref.span,
+        tail=(*head.tail, commit.ref),
+        segments=head.segments + 1,
+        bytes=head.bytes + commit.ref.length,
+        producers=producers,
+    )
+    return CommitResult(head.next_offset, new), new
