@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from objectlog.clients.direct import ObjectLog
-from objectlog.kafka.handlers import PRODUCE, SUPPORTED, Broker, Handlers
+from objectlog.kafka.context import Broker
+from objectlog.kafka.handlers import PRODUCE, SUPPORTED, Handlers
 from objectlog.kafka.wire import (
     MalformedFrame,
     Request,

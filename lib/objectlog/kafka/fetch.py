@@ -1,0 +1,187 @@
+"""Fetch and ListOffsets: objectlog's read path as Kafka record batches.
+
+A fetch reads every asked partition in one library call (one BatchGetItem, concurrent ranged
+GETs); when nothing is there yet it polls again until max_wait or min_bytes, as a Kafka broker
+holds a fetch. Records go back as one uncompressed batch per partition. Fetch sessions are
+declined (session id 0): every fetch names its partitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from objectlog.errors import ObjectLogError
+from objectlog.kafka.batches import encode_batch
+from objectlog.kafka.context import ApiContext, check_partition
+from objectlog.kafka.errors import error_code
+from objectlog.kafka.wire import Request
+from objectlog.services.fetch import FetchRequest, FetchResult
+
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+FETCH_RETRY_S = (0.01, 0.25)  # the long poll's first and longest pause between head reads
+
+
+class FetchApi:
+    def __init__(self, ctx: ApiContext) -> None:
+        self.ctx = ctx
+
+    async def fetch(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        names = await self.ctx.names_by_id() if request.api_version >= 13 else {}
+        wanted: list[tuple[Any, Any, str | None]] = []
+        for topic in body.topics:
+            name = names.get(topic.topic_id) if request.api_version >= 13 else topic.topic
+            for partition in topic.partitions:
+                wanted.append((topic, partition, name))
+        deadline = time.monotonic() + body.max_wait.total_seconds()
+        pause = FETCH_RETRY_S[0]
+        while True:
+            answers = await self._fetch_once(wanted, body.max_bytes)
+            size = sum(len(a.get("records") or b"") for a in answers)
+            if size >= max(body.min_bytes, 1) or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, FETCH_RETRY_S[1])
+        by_topic: dict[int, list[dict[str, Any]]] = {}
+        for (topic, _, _), answer in zip(wanted, answers, strict=True):
+            by_topic.setdefault(id(topic), []).append(answer)
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "session_id": 0,
+            "responses": [
+                {
+                    "topic": getattr(topic, "topic", None),
+                    "topic_id": getattr(topic, "topic_id", None),
+                    "partitions": by_topic.get(id(topic), []),
+                }
+                for topic in body.topics
+            ],
+        }
+
+    async def _fetch_once(
+        self, wanted: Sequence[tuple[Any, Any, str | None]], max_bytes: int
+    ) -> list[dict[str, Any]]:
+        requests, positions, answers = [], [], []
+        for i, (_, partition, name) in enumerate(wanted):
+            if name is None:
+                answers.append(_fetch_error(partition, ErrorCode.unknown_topic_id))
+                continue
+            answers.append({})
+            requests.append(
+                FetchRequest(
+                    name,
+                    partition.partition,
+                    partition.fetch_offset,
+                    max(1, partition.partition_max_bytes),
+                )
+            )
+            positions.append(i)
+        results = await self._fetch_each(requests)
+        left = max_bytes
+        for i, result in zip(positions, results, strict=True):
+            partition = wanted[i][1]
+            if isinstance(result, BaseException):
+                answers[i] = _fetch_error(partition, error_code(result))
+                continue
+            records = encode_batch(result.table) if left > 0 else b""
+            left -= len(records)
+            answers[i] = {
+                "partition_index": partition.partition,
+                "error_code": ErrorCode.none,
+                "high_watermark": result.high_watermark,
+                "last_stable_offset": result.high_watermark,
+                "log_start_offset": result.log_start_offset,
+                "aborted_transactions": [],
+                "preferred_read_replica": -1,
+                "records": records,
+            }
+        return answers
+
+    async def _fetch_each(
+        self, requests: Sequence[FetchRequest]
+    ) -> list[FetchResult | BaseException]:
+        """All partitions in one library call; when that fails, each alone, so one bad
+        partition (an offset out of range, a deleted topic) does not fail the others."""
+        if not requests:
+            return []
+        try:
+            return list(await self.ctx.call(self.ctx.log.fetch_many, list(requests)))
+        except ObjectLogError:
+            results: list[FetchResult | BaseException] = []
+            for one in requests:
+                try:
+                    results.extend(await self.ctx.call(self.ctx.log.fetch_many, [one]))
+                except ObjectLogError as e:
+                    results.append(e)
+            return results
+
+    async def list_offsets(self, request: Request) -> dict[str, Any]:
+        topics = []
+        for topic in request.body.topics:
+            partitions = []
+            for partition in topic.partitions:
+                try:
+                    offset, stamp = await self.ctx.call(
+                        self._offset_at, topic.name, partition.partition_index, partition.timestamp
+                    )
+                    code = ErrorCode.none
+                except ObjectLogError as e:
+                    offset, stamp, code = -1, -1, error_code(e)
+                partitions.append(
+                    {
+                        "partition_index": partition.partition_index,
+                        "error_code": code,
+                        "timestamp": stamp,
+                        "offset": offset,
+                        "leader_epoch": 0,
+                    }
+                )
+            topics.append({"name": topic.name, "partitions": partitions})
+        return {"throttle_time": 0, "topics": topics}
+
+    def _offset_at(self, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
+        check_partition(self.ctx.log.topic(topic), partition)
+        bounds = self.ctx.log.offsets(topic, partition)
+        if timestamp == EARLIEST:
+            return bounds.earliest, -1
+        if timestamp == LATEST:
+            return bounds.latest, -1
+        if timestamp == MAX_TIMESTAMP:
+            return self._max_timestamp(topic, partition, bounds.earliest, bounds.latest)
+        found = self.ctx.log.offset_for_time(topic, partition, timestamp)
+        if found is None:
+            return -1, -1
+        record = self.ctx.log.fetch(topic, partition, found, max_records=1).records
+        return found, record[0].timestamp if record else timestamp
+
+    def _max_timestamp(self, topic: str, partition: int, start: int, end: int) -> tuple[int, int]:
+        """The offset and timestamp of the record with the largest timestamp (the first such)."""
+        best = (-1, -1)
+        offset = start
+        while offset < end:
+            result = self.ctx.log.fetch(topic, partition, offset)
+            if not result.records:
+                break
+            for record in result.records:
+                if record.timestamp > best[1]:
+                    best = (record.offset, record.timestamp)
+            offset = result.next_offset
+        return best
+
+
+def _fetch_error(partition: Any, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "partition_index": partition.partition,
+        "error_code": code,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "preferred_read_replica": -1,
+        "records": None,
+    }
