@@ -23,6 +23,7 @@ from objectlog.errors import (
 )
 from objectlog.format.index import LEVEL_L0, SegmentRef
 from objectlog.format.topics import Topic, TopicConfig
+from objectlog.stores.documents import ABSENT
 from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPartition
 from objectlog.stores.idempotency import COMPLETED, IN_PROGRESS, IdempotencyRecord
 from objectlog.stores.items import ItemStores
@@ -403,6 +404,21 @@ def test_a_lease_is_taken_from_the_epoch_seen_only(stores: ItemStores) -> None:
 # ---- idempotency records -----------------------------------------------------------------
 
 NOW_MS = 1_700_000_000_000
+
+
+def test_a_document_is_replaced_only_at_the_version_read(stores: ItemStores) -> None:
+    documents = stores.documents
+    assert documents.read("kind", "d") == (None, ABSENT)
+    assert documents.write("kind", "d", '{"a": 1}', seen=ABSENT)
+    assert not documents.write("kind", "d", '{"a": 2}', seen=ABSENT)  # it exists now
+    assert documents.read("kind", "d") == ('{"a": 1}', 1)
+    assert documents.write("kind", "d", '{"a": 3}', seen=1)
+    assert not documents.write("kind", "d", '{"a": 4}', seen=1)  # someone wrote version 2
+    assert documents.read("kind", "d") == ('{"a": 3}', 2)
+    assert documents.read("other", "d") == (None, ABSENT)
+    assert not documents.delete("kind", "d", seen=1)
+    assert documents.delete("kind", "d", seen=2)
+    assert documents.read("kind", "d") == (None, ABSENT)
 
 
 def in_progress(key: str = "k", **fields: object) -> IdempotencyRecord:

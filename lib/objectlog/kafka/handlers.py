@@ -22,6 +22,7 @@ from objectlog.kafka.admin import AdminApi
 from objectlog.kafka.context import ApiContext, Broker, topic_uuid
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.fetch import FetchApi
+from objectlog.kafka.groups import GroupsApi
 from objectlog.kafka.produce import ProduceApi
 from objectlog.kafka.wire import Request
 
@@ -30,7 +31,16 @@ NO_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for"
 # API key: (lowest, highest) version offered. ApiVersions answers exactly this table.
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 18, 19, 20, 22
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP = 8, 9, 10, 11
+HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 12, 13, 14
 SUPPORTED: dict[int, tuple[int, int]] = {
+    OFFSET_COMMIT: (2, 9),
+    OFFSET_FETCH: (1, 9),
+    FIND_COORDINATOR: (0, 4),
+    JOIN_GROUP: (0, 7),
+    HEARTBEAT: (0, 4),
+    LEAVE_GROUP: (0, 5),
+    SYNC_GROUP: (0, 5),
     INIT_PRODUCER_ID: (0, 4),
     PRODUCE: (3, 11),
     FETCH: (4, 16),
@@ -48,7 +58,7 @@ class Handlers:
     def __init__(self, log: ObjectLog, broker: Broker) -> None:
         self.ctx = ApiContext(log, broker)
         self.producing = ProduceApi(self.ctx)
-        fetching, admin = FetchApi(self.ctx), AdminApi(self.ctx)
+        fetching, admin, groups = FetchApi(self.ctx), AdminApi(self.ctx), GroupsApi(self.ctx)
         self.routes: dict[int, Callable[[Request], Any]] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
@@ -58,6 +68,13 @@ class Handlers:
             LIST_OFFSETS: fetching.list_offsets,
             CREATE_TOPICS: admin.create_topics,
             DELETE_TOPICS: admin.delete_topics,
+            FIND_COORDINATOR: groups.find_coordinator,
+            JOIN_GROUP: groups.join_group,
+            SYNC_GROUP: groups.sync_group,
+            HEARTBEAT: groups.heartbeat,
+            LEAVE_GROUP: groups.leave_group,
+            OFFSET_COMMIT: groups.offset_commit,
+            OFFSET_FETCH: groups.offset_fetch,
         }
 
     def close(self) -> None:

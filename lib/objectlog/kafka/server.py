@@ -148,16 +148,16 @@ class Agent:
         handler = self.handlers.routes[request.api_key]
         try:
             values = await handler(request)
+            if values is None:
+                return None
+            api_version = request.api_version
+            if request.body is None:  # an ApiVersions version not offered: answered at v0
+                api_version = 0
+            response = build(response_schema(request.api_key, api_version), values)
+            return encode_response(request, response)
         except Exception:
             logger.exception("API %d v%d failed", request.api_key, request.api_version)
             raise
-        if values is None:
-            return None
-        api_version = request.api_version
-        if request.body is None:  # an ApiVersions version not offered: answered at v0
-            api_version = 0
-        response = build(response_schema(request.api_key, api_version), values)
-        return encode_response(request, response)
 
     async def _send_in_order(
         self,

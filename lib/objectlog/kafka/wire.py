@@ -139,8 +139,8 @@ def _converted(spec: Field[Any], value: Any) -> Any:
         return tuple(build(kind.type_, item) for item in value)
     if isinstance(kind, EntityField):
         return None if value is None else build(kind.type_, value)
-    if value is None:
-        return None
+    if value is None:  # a field this version cannot leave null gets its zero value
+        return None if is_optional(spec) else _zero(spec)
     kafka_type = spec.metadata.get("kafka_type")
     if kafka_type == "error_code":
         return ErrorCode(int(value))

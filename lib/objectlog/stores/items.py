@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from objectlog.adapters.dynamodb import DynamoTable
+from objectlog.stores.documents import DocumentStore, DynamoDocumentStore, MemoryDocumentStore
 from objectlog.stores.dynamo_groups import DynamoGroupStore
 from objectlog.stores.dynamo_metadata import DynamoMetadata
 from objectlog.stores.groups import GroupStore
@@ -20,6 +21,7 @@ class ItemStores:
     groups: GroupStore
     leases: LeaseStore
     idempotency: IdempotencyStore
+    documents: DocumentStore
 
     @classmethod
     def dynamodb(cls, client: Any, table_name: str) -> ItemStores:
@@ -29,6 +31,7 @@ class ItemStores:
             DynamoGroupStore(table),
             DynamoLeaseStore(table),
             DynamoIdempotencyStore(table),
+            DynamoDocumentStore(table),
         )
 
     @classmethod
@@ -41,5 +44,9 @@ class ItemStores:
         )
 
         return cls(
-            MemoryMetadata(), MemoryGroupStore(), MemoryLeaseStore(), MemoryIdempotencyStore()
+            MemoryMetadata(),
+            MemoryGroupStore(),
+            MemoryLeaseStore(),
+            MemoryIdempotencyStore(),
+            MemoryDocumentStore(),
         )

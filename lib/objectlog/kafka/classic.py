@@ -1,0 +1,173 @@
+"""Kafka's classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) as a state
+that any agent reads and replaces whole, conditional on its version (stores.documents), so
+members connected to different agents meet in one group.
+
+The transitions are pure functions of (state, request, now): a rebalance starts when a member
+joins, changes its protocols, leaves or lets its session lapse; it completes when every member
+has rejoined for the next generation or the rebalance timeout has passed (members that did not
+rejoin are dropped); the leader's SyncGroup stores every member's assignment as Kafka sends
+it, opaque bytes, and the group is Stable. Member ids are Kafka's: <client id>-<uuid>, handed
+out with MEMBER_ID_REQUIRED (JoinGroup v4+) before the member may join.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+EMPTY, PREPARING, COMPLETING, STABLE = (
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+)
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: str
+    instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: list[tuple[str, str]]  # (name, base64 metadata), in the member's preference
+    joined: int  # the generation it has joined for
+    seen_ms: int
+    assignment: str | None = None  # base64, set by the leader's SyncGroup
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return base64.b64decode(data)
+        return b""
+
+
+@dataclass
+class ClassicGroup:
+    generation: int = 0
+    phase: str = EMPTY
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    deadline_ms: int = 0  # PreparingRebalance: when members that did not rejoin are dropped
+    members: dict[str, Member] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> ClassicGroup:
+        if text is None:
+            return cls()
+        raw: dict[str, Any] = json.loads(text)
+        members = {
+            key: Member(**{**value, "protocols": [tuple(p) for p in value["protocols"]]})
+            for key, value in raw.pop("members").items()
+        }
+        return cls(**raw, members=members)
+
+
+def new_member_id(client_id: str) -> str:
+    return f"{client_id or 'member'}-{uuid.uuid4()}"
+
+
+def encode(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+# ---- transitions (each mutates the state it is given) ----------------------------------
+
+
+def expire(group: ClassicGroup, now_ms: int) -> bool:
+    """Drop members whose session lapsed, and finish a rebalance past its deadline; True if
+    anything changed."""
+    lapsed = [m for m in group.members.values() if m.seen_ms + m.session_timeout_ms < now_ms]
+    for member in lapsed:
+        del group.members[member.member_id]
+    changed = bool(lapsed)
+    if lapsed and group.phase in (STABLE, COMPLETING):
+        start_rebalance(group, now_ms)
+    if group.phase == PREPARING and (now_ms >= group.deadline_ms or all_joined(group)):
+        for member in [m for m in group.members.values() if m.joined <= group.generation]:
+            del group.members[member.member_id]
+        complete_join(group)
+        changed = True
+    return changed
+
+
+def start_rebalance(group: ClassicGroup, now_ms: int) -> None:
+    if not group.members:
+        group.generation += 1
+        group.phase, group.leader, group.protocol = EMPTY, None, None
+        return
+    group.phase = PREPARING
+    timeout = max(m.rebalance_timeout_ms for m in group.members.values())
+    group.deadline_ms = now_ms + timeout
+
+
+def all_joined(group: ClassicGroup) -> bool:
+    return all(m.joined > group.generation for m in group.members.values())
+
+
+def complete_join(group: ClassicGroup) -> None:
+    group.generation += 1
+    for member in group.members.values():
+        member.assignment = None
+    if not group.members:
+        group.phase, group.leader, group.protocol = EMPTY, None, None
+        return
+    group.phase = COMPLETING
+    if group.leader not in group.members:
+        group.leader = next(iter(group.members))
+    group.protocol = choose_protocol(group)
+
+
+def choose_protocol(group: ClassicGroup) -> str | None:
+    """The first of the leader's protocols that every member offers."""
+    assert group.leader is not None
+    offered = [{name for name, _ in m.protocols} for m in group.members.values()]
+    for name, _ in group.members[group.leader].protocols:
+        if all(name in names for names in offered):
+            return name
+    return None
+
+
+def join(group: ClassicGroup, member: Member, now_ms: int) -> None:
+    """A JoinGroup: the member joins for the next generation (a rebalance starts unless one is
+    under way); a known member rejoining unchanged while Stable keeps the generation."""
+    known = group.members.get(member.member_id)
+    unchanged = known is not None and known.protocols == member.protocols
+    if unchanged and group.phase == STABLE and member.member_id != group.leader:
+        assert known is not None
+        known.seen_ms = now_ms
+        return
+    member.joined = group.generation + 1
+    member.seen_ms = now_ms
+    group.members[member.member_id] = member
+    if group.phase != PREPARING:
+        start_rebalance(group, now_ms)
+    if all_joined(group):
+        complete_join(group)
+
+
+def leave(group: ClassicGroup, member_ids: list[str], now_ms: int) -> list[str]:
+    """Remove members; the ones the group did not know are returned."""
+    unknown = [m for m in member_ids if m not in group.members]
+    for member_id in member_ids:
+        group.members.pop(member_id, None)
+    if len(unknown) < len(member_ids):
+        start_rebalance(group, now_ms)
+        if group.phase == PREPARING and all_joined(group):
+            complete_join(group)
+    return unknown
+
+
+def sync(group: ClassicGroup, leader_id: str, assignments: dict[str, bytes]) -> None:
+    """The leader's SyncGroup: every member's assignment (empty for any it left out)."""
+    assert leader_id == group.leader
+    for member_id, member in group.members.items():
+        member.assignment = encode(assignments.get(member_id, b""))
+    group.phase = STABLE

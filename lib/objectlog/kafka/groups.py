@@ -1,0 +1,362 @@
+"""Group APIs: FindCoordinator, the classic protocol (kafka.classic), OffsetCommit and
+OffsetFetch.
+
+Every agent is the coordinator of every group (it advertises one broker). A classic group's
+state is a versioned document in the table: each request reads it, applies its transition and
+writes it back conditional on the version it read, retrying on a conflict; JoinGroup and
+SyncGroup wait for the other members by reading it again until the rebalance completes, so
+members on different agents meet. Offsets are objectlog's group offsets; a commit names the
+generation and member it comes from and is refused when they are not the group's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from objectlog.errors import ObjectLogError
+from objectlog.groups import OffsetAndMetadata, TopicPartition
+from objectlog.kafka import classic
+from objectlog.kafka.classic import COMPLETING, PREPARING, STABLE, ClassicGroup, Member
+from objectlog.kafka.context import ApiContext
+from objectlog.kafka.errors import error_code
+from objectlog.kafka.wire import Request
+from objectlog.stores.documents import ABSENT
+
+T = TypeVar("T")
+KIND = "kafka-group"
+WRITE_TRIES = 20
+WAIT_S = (0.02, 0.25)  # a waiting JoinGroup or SyncGroup reads the group again this often
+MEMBER_ID_REQUIRED_FROM = 4  # JoinGroup version
+
+
+class GroupError(Exception):
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(code.name)
+        self.code = code
+
+
+class GroupsApi:
+    def __init__(self, ctx: ApiContext) -> None:
+        self.ctx = ctx
+        self.documents = ctx.log.items.documents
+
+    # ---- the group document ------------------------------------------------------------
+
+    def _now(self) -> int:
+        return self.ctx.log.clock.now_ms()
+
+    def _read(self, group_id: str) -> tuple[ClassicGroup, int]:
+        body, version = self.documents.read(KIND, group_id)
+        return ClassicGroup.from_json(body), version
+
+    def _update(self, group_id: str, change: Callable[[ClassicGroup, int], T]) -> T:
+        """Apply change(group, now) and store the group, retrying on a concurrent write; the
+        expiry of lapsed members and overdue rebalances comes first, as every reader sees it."""
+        for _ in range(WRITE_TRIES):
+            group, version = self._read(group_id)
+            now = self._now()
+            classic.expire(group, now)
+            result = change(group, now)
+            if self.documents.write(KIND, group_id, group.to_json(), seen=version):
+                if version == ABSENT:
+                    self.ctx.log.items.groups.register(group_id)
+                return result
+        raise GroupError(ErrorCode.coordinator_load_in_progress)
+
+    def _observe(self, group_id: str) -> ClassicGroup:
+        """The group as it is now, expiries applied (and stored when they changed it)."""
+        group, _ = self._read(group_id)
+        if classic.expire(group, self._now()):
+            return self._update(group_id, lambda g, now: g)
+        return group
+
+    async def _wait_for(
+        self, group_id: str, ready: Callable[[ClassicGroup], bool], timeout_ms: int
+    ) -> ClassicGroup:
+        deadline = time.monotonic() + timeout_ms / 1000
+        pause = WAIT_S[0]
+        while True:
+            group = await self.ctx.call(self._observe, group_id)
+            if ready(group) or time.monotonic() >= deadline:
+                return group
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, WAIT_S[1])
+
+    # ---- FindCoordinator -----------------------------------------------------------------
+
+    async def find_coordinator(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        keys = getattr(body, "coordinator_keys", None) or (getattr(body, "key", ""),)
+        node = self.ctx.broker.as_node()
+        coordinators = [{"key": key, **node, "error_code": ErrorCode.none} for key in keys]
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            **{k: v for k, v in node.items() if k != "rack"},
+            "coordinators": coordinators,
+        }
+
+    # ---- JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------------------------
+
+    async def join_group(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        member_id = body.member_id
+        if not member_id:
+            member_id = classic.new_member_id(request.client_id or "")
+            if request.api_version >= MEMBER_ID_REQUIRED_FROM:  # the client joins again
+                return _join_answer(ErrorCode.member_id_required, member_id=member_id)
+        rebalance_timeout = getattr(body, "rebalance_timeout", body.session_timeout)
+        member = Member(
+            member_id=member_id,
+            client_id=request.client_id or "",
+            instance_id=getattr(body, "group_instance_id", None),
+            session_timeout_ms=int(body.session_timeout.total_seconds() * 1000),
+            rebalance_timeout_ms=int(rebalance_timeout.total_seconds() * 1000),
+            protocols=[(p.name, classic.encode(p.metadata)) for p in body.protocols],
+            joined=0,
+            seen_ms=0,
+        )
+
+        def joined(group: ClassicGroup, now: int) -> int:
+            if group.protocol_type not in (None, body.protocol_type) and group.members:
+                raise GroupError(ErrorCode.inconsistent_group_protocol)
+            group.protocol_type = body.protocol_type
+            classic.join(group, member, now)
+            return group.members[member_id].joined
+
+        try:
+            generation = await self.ctx.call(self._update, body.group_id, joined)
+        except GroupError as e:
+            return _join_answer(e.code, member_id=member_id)
+        group = await self._wait_for(
+            body.group_id,
+            lambda g: member_id not in g.members or g.generation >= generation,
+            member.rebalance_timeout_ms + 5_000,
+        )
+        if member_id not in group.members or group.phase not in (COMPLETING, STABLE):
+            return _join_answer(ErrorCode.unknown_member_id, member_id=member_id)
+        if group.protocol is None:
+            return _join_answer(ErrorCode.inconsistent_group_protocol, member_id=member_id)
+        members = []
+        if member_id == group.leader:
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.instance_id,
+                    "metadata": m.metadata(group.protocol),
+                }
+                for m in group.members.values()
+            ]
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "generation_id": group.generation,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol,
+            "leader": group.leader or "",
+            "member_id": member_id,
+            "members": members,
+        }
+
+    async def sync_group(self, request: Request) -> dict[str, Any]:
+        body = request.body
+
+        def synced(group: ClassicGroup, now: int) -> None:
+            member = _checked_member(group, body.member_id, body.generation_id)
+            member.seen_ms = now
+            if group.phase == PREPARING:
+                raise GroupError(ErrorCode.rebalance_in_progress)
+            if body.member_id == group.leader and group.phase == COMPLETING:
+                classic.sync(
+                    group, body.member_id, {a.member_id: a.assignment for a in body.assignments}
+                )
+
+        try:
+            await self.ctx.call(self._update, body.group_id, synced)
+            group = await self._wait_for(
+                body.group_id,
+                lambda g: g.phase != COMPLETING or g.generation != body.generation_id,
+                60_000,
+            )
+            member = _checked_member(group, body.member_id, body.generation_id)
+            if group.phase != STABLE or member.assignment is None:
+                raise GroupError(ErrorCode.rebalance_in_progress)
+        except GroupError as e:
+            return {"throttle_time": 0, "error_code": e.code, "assignment": b""}
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol,
+            "assignment": base64.b64decode(member.assignment),
+        }
+
+    async def heartbeat(self, request: Request) -> dict[str, Any]:
+        body = request.body
+
+        def beat(group: ClassicGroup, now: int) -> ErrorCode:
+            member = _checked_member(group, body.member_id, body.generation_id)
+            member.seen_ms = now
+            return ErrorCode.rebalance_in_progress if group.phase == PREPARING else ErrorCode.none
+
+        try:
+            code = await self.ctx.call(self._update, body.group_id, beat)
+        except GroupError as e:
+            code = e.code
+        return {"throttle_time": 0, "error_code": code}
+
+    async def leave_group(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        leaving = (
+            [m.member_id for m in body.members] if hasattr(body, "members") else [body.member_id]
+        )
+        unknown = await self.ctx.call(
+            self._update, body.group_id, lambda g, now: classic.leave(g, leaving, now)
+        )
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.unknown_member_id
+            if len(unknown) == len(leaving) and not hasattr(body, "members")
+            else ErrorCode.none,
+            "members": [
+                {
+                    "member_id": m,
+                    "group_instance_id": None,
+                    "error_code": ErrorCode.unknown_member_id if m in unknown else ErrorCode.none,
+                }
+                for m in leaving
+            ],
+        }
+
+    # ---- OffsetCommit, OffsetFetch -------------------------------------------------------
+
+    async def offset_commit(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        generation = getattr(body, "generation_id_or_member_epoch", None)
+        if generation is None:
+            generation = getattr(body, "generation_id", -1)
+        code = await self.ctx.call(self._commit_check, body.group_id, body.member_id, generation)
+        offsets = {
+            TopicPartition(topic.name, p.partition_index): OffsetAndMetadata(
+                p.committed_offset, p.committed_metadata or ""
+            )
+            for topic in body.topics
+            for p in topic.partitions
+        }
+        errors: dict[TopicPartition, ErrorCode] = {}
+        if code == ErrorCode.none:
+            for tp, value in offsets.items():  # one at a time: one bad partition fails alone
+                try:
+                    await self.ctx.call(self.ctx.log.groups.commit, body.group_id, {tp: value})
+                except ObjectLogError as e:
+                    errors[tp] = error_code(e)
+        return {
+            "throttle_time": 0,
+            "topics": [
+                {
+                    "name": topic.name,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "error_code": code
+                            if code != ErrorCode.none
+                            else errors.get(
+                                TopicPartition(topic.name, p.partition_index), ErrorCode.none
+                            ),
+                        }
+                        for p in topic.partitions
+                    ],
+                }
+                for topic in body.topics
+            ],
+        }
+
+    def _commit_check(self, group_id: str, member_id: str, generation: int) -> ErrorCode:
+        """Kafka's fencing: a commit from outside the group (generation -1, no member) only
+        while the group has no members; else the member must be in the group's generation."""
+        group = self._observe(group_id)
+        if generation < 0 and not member_id:
+            return ErrorCode.none if not group.members else ErrorCode.unknown_member_id
+        try:
+            _checked_member(group, member_id, generation)
+        except GroupError as e:
+            return e.code
+        if group.phase == COMPLETING:
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
+
+    async def offset_fetch(self, request: Request) -> dict[str, Any]:
+        body = request.body
+        if hasattr(body, "groups"):
+            groups = [await self._fetched(g.group_id, g.topics) for g in body.groups]
+            return {"throttle_time": 0, "groups": groups}
+        answer = await self._fetched(body.group_id, body.topics)
+        return {"throttle_time": 0, **answer}
+
+    async def _fetched(self, group_id: str, topics: Any) -> dict[str, Any]:
+        try:
+            wanted = await self.ctx.call(self._wanted_partitions, group_id, topics)
+            found = await self.ctx.call(self.ctx.log.groups.committed, group_id, wanted)
+        except ObjectLogError as e:
+            return {"group_id": group_id, "topics": [], "error_code": error_code(e)}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp in wanted:
+            value = found.get(tp)
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": value.offset if value is not None else -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": value.metadata if value is not None else "",
+                    "error_code": ErrorCode.none,
+                }
+            )
+        return {
+            "group_id": group_id,
+            "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
+            "error_code": ErrorCode.none,
+        }
+
+    def _wanted_partitions(self, group_id: str, topics: Any) -> list[TopicPartition]:
+        if topics is None:  # every partition the group has committed offsets for
+            try:
+                description = self.ctx.log.groups.describe(group_id)
+            except ObjectLogError:
+                return []
+            return [
+                TopicPartition(p.topic, p.partition)
+                for p in description.offsets
+                if p.committed is not None
+            ]
+        return [
+            TopicPartition(topic.name, partition)
+            for topic in topics
+            for partition in topic.partition_indexes
+        ]
+
+
+def _checked_member(group: ClassicGroup, member_id: str, generation: int) -> Member:
+    member = group.members.get(member_id)
+    if member is None:
+        raise GroupError(ErrorCode.unknown_member_id)
+    if generation != group.generation:
+        raise GroupError(ErrorCode.illegal_generation)
+    return member
+
+
+def _join_answer(code: ErrorCode, *, member_id: str) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "error_code": code,
+        "generation_id": -1,
+        "protocol_name": None,
+        "leader": "",
+        "member_id": member_id,
+        "members": [],
+    }

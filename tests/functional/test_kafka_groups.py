@@ -1,0 +1,227 @@
+"""Consumer groups through the Kafka agent: the classic protocol with unmodified clients, its
+fencing on the wire, a member whose session lapses, and offsets shared with objectlog's own
+group API."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader
+
+from objectlog import ObjectLog
+from objectlog.groups import TopicPartition
+from objectlog.kafka.server import AgentConfig, AgentThread
+from objectlog.kafka.wire import request_schema, response_schema
+from tests.functional.test_kafka_agent import exchange, frame
+
+TOPIC = "events"
+PARTITIONS = 4
+
+
+@pytest.fixture
+def agent(log: ObjectLog) -> Iterator[AgentThread]:
+    log.create_topic(TOPIC, partitions=PARTITIONS)
+    running = AgentThread(log, AgentConfig(port=0)).start()
+    yield running
+    running.stop()
+
+
+def produce(log: ObjectLog, per_partition: int, start: int = 0) -> None:
+    with log.producer() as producer:
+        for p in range(PARTITIONS):
+            for i in range(start, start + per_partition):
+                producer.send(TOPIC, b"%d-%d" % (p, i), partition=p)
+
+
+def kafka_python_member(address: str, **options: Any) -> Any:
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(
+        TOPIC,
+        bootstrap_servers=address,
+        group_id="g",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        heartbeat_interval_ms=200,
+        session_timeout_ms=6000,
+        **options,
+    )
+
+
+def poll_until(consumers: list[Any], done: Any, timeout_s: float = 20) -> list[Any]:
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while not done(records) and time.monotonic() < deadline:
+        for consumer in consumers:
+            polled = consumer.poll(timeout_ms=100)
+            for batch in polled.values():
+                records.extend(batch)
+            if polled:
+                consumer.commit()
+    return records
+
+
+def test_two_kafka_python_members_share_partitions_and_hand_them_over_at_their_commits(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    produce(log, per_partition=5)
+    first = kafka_python_member(agent.address, client_id="first")
+    read = poll_until([first], lambda r: len(r) == 20)
+    assert len(read) == 20 and len(first.assignment()) == PARTITIONS
+    second = kafka_python_member(agent.address, client_id="second")
+    poll_until(
+        [first, second],
+        lambda _: len(first.assignment()) == len(second.assignment()) == PARTITIONS // 2,
+    )
+    assert len(first.assignment()) == len(second.assignment()) == PARTITIONS // 2
+    produce(log, per_partition=3, start=5)
+    late = poll_until([first, second], lambda r: len(r) == 12)
+    first.close()  # LeaveGroup: the second takes every partition, at the first's commits
+    produce(log, per_partition=2, start=8)
+    last = poll_until([second], lambda r: len(r) == 8)
+    keys = sorted((r.partition, r.offset) for r in read + late + last)
+    assert keys == [(p, o) for p in range(PARTITIONS) for o in range(10)]  # each once
+    assert len(second.assignment()) == PARTITIONS
+    second.close()
+    committed = log.groups.committed("g", [TopicPartition(TOPIC, p) for p in range(4)])
+    assert {tp.partition: v.offset for tp, v in committed.items() if v} == {
+        p: 10 for p in range(PARTITIONS)
+    }  # the same offsets objectlog's own group API reads
+
+
+def test_confluent_kafka_members_consume_everything_once_with_the_classic_protocol(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    import confluent_kafka
+
+    produce(log, per_partition=10)
+    options = {
+        "bootstrap.servers": agent.address,
+        "group.id": "cg",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 300,
+    }
+    members = [confluent_kafka.Consumer(options) for _ in range(2)]
+    for member in members:
+        member.subscribe([TOPIC])
+    seen: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 30
+    while len(seen) < 40 and time.monotonic() < deadline:
+        for member in members:
+            message = member.poll(0.1)
+            if message is None or message.error():
+                continue
+            seen.append((message.partition(), message.offset()))
+            member.commit(message, asynchronous=False)
+    assert sorted(seen) == [(p, o) for p in range(PARTITIONS) for o in range(10)]
+    assignments = [len(member.assignment()) for member in members]
+    for member in members:
+        member.close()
+    assert sum(assignments) == PARTITIONS
+
+
+# ---- the protocol on the wire ------------------------------------------------------------
+
+
+def call(address: str, api_key: int, version: int, **fields: Any) -> Any:
+    answer = exchange(address, frame(api_key, version, request_schema(api_key, version)(**fields)))
+    assert answer is not None
+    schema = response_schema(api_key, version)
+    header = 5 if schema.__flexible__ else 4
+    return entity_reader(schema)(answer, header)[0]
+
+
+def join(address: str, member_id: str = "", session_ms: int = 30_000) -> Any:
+    from kio.schema.join_group.v7.request import JoinGroupRequestProtocol
+
+    return call(
+        address,
+        11,
+        7,
+        group_id="wire",
+        session_timeout=datetime.timedelta(milliseconds=session_ms),
+        rebalance_timeout=datetime.timedelta(seconds=5),
+        member_id=member_id,
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=(JoinGroupRequestProtocol(name="range", metadata=b"m"),),
+    )
+
+
+def commit(address: str, generation: int, member_id: str, offset: int = 5) -> ErrorCode:
+    from kio.schema.offset_commit.v8.request import (
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+
+    partition = OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=offset, committed_metadata=None
+    )
+    answer = call(
+        address,
+        8,
+        8,
+        group_id="wire",
+        generation_id_or_member_epoch=generation,
+        member_id=member_id,
+        group_instance_id=None,
+        topics=(OffsetCommitRequestTopic(name=TOPIC, partitions=(partition,)),),
+    )
+    return ErrorCode(answer.topics[0].partitions[0].error_code)
+
+
+def test_commits_are_fenced_by_generation_and_member_and_a_lapsed_member_is_dropped(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    from kio.schema.sync_group.v5.request import SyncGroupRequestAssignment
+
+    produce(log, per_partition=10)
+    asked = join(agent.address)
+    assert asked.error_code == ErrorCode.member_id_required and asked.member_id
+    joined = join(agent.address, asked.member_id, session_ms=1500)
+    assert (joined.error_code, joined.leader, joined.generation_id) == (
+        ErrorCode.none,
+        asked.member_id,
+        1,
+    )
+    assert [m.metadata for m in joined.members] == [b"m"]
+    synced = call(
+        agent.address,
+        14,
+        5,
+        group_id="wire",
+        generation_id=1,
+        member_id=asked.member_id,
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=(SyncGroupRequestAssignment(member_id=asked.member_id, assignment=b"a"),),
+    )
+    assert (synced.error_code, synced.assignment) == (ErrorCode.none, b"a")
+    assert commit(agent.address, 0, asked.member_id) == ErrorCode.illegal_generation
+    assert commit(agent.address, 1, "someone-else") == ErrorCode.unknown_member_id
+    assert commit(agent.address, -1, "") == ErrorCode.unknown_member_id  # the group has members
+    assert commit(agent.address, 1, asked.member_id) == ErrorCode.none
+    committed = log.groups.committed("wire", [TopicPartition(TOPIC, 0)])
+    assert committed[TopicPartition(TOPIC, 0)].offset == 5  # type: ignore[union-attr]
+
+    time.sleep(1.6)  # no heartbeat: the session lapses, the group empties
+    assert commit(agent.address, 1, asked.member_id) == ErrorCode.unknown_member_id
+    assert commit(agent.address, -1, "", offset=7) == ErrorCode.none  # outside the group now
+    beat = call(
+        agent.address,
+        12,
+        4,
+        group_id="wire",
+        generation_id=1,
+        member_id=asked.member_id,
+        group_instance_id=None,
+    )
+    assert beat.error_code == ErrorCode.unknown_member_id
