@@ -45,15 +45,19 @@ prereqs:
 		echo "Chromium is missing: installing Debian's chromium package"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 		|| { echo "error: could not install chromium (needed by tests/e2e/test_docs_ui.py); install it and re-run" >&2; exit 1; }; }
+	@command -v kcat >/dev/null || { \
+		echo "kcat is missing: installing Debian's kcat package"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null) \
+		|| { echo "error: could not install kcat (needed by tests/functional/test_kafka_clients.py); install it and re-run" >&2; exit 1; }; }
 
-pytest: install
+pytest: install prereqs
 	$(BIN)/python -m pytest
 
 # The suite by kind (tests/conftest.py): unit needs no server and runs in under a minute.
 test-unit: install
 	$(BIN)/python -m pytest tests/unit
 
-test-functional: install
+test-functional: install prereqs
 	$(BIN)/python -m pytest tests/contract tests/functional
 
 test-e2e: install prereqs
