@@ -225,3 +225,64 @@ def test_commits_are_fenced_by_generation_and_member_and_a_lapsed_member_is_drop
         group_instance_id=None,
     )
     assert beat.error_code == ErrorCode.unknown_member_id
+
+
+def test_admin_clients_list_describe_and_delete_groups_and_configs(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    import confluent_kafka
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        ResourceType,
+    )
+
+    produce(log, per_partition=3)
+    member = kafka_python_member(agent.address, client_id="lonely")
+    poll_until([member], lambda r: len(r) == 12)  # commits as it goes
+    admin = AdminClient({"bootstrap.servers": agent.address})
+
+    listed = admin.list_consumer_groups().result(timeout=10)
+    assert {(g.group_id, str(g.state)) for g in listed.valid} >= {
+        ("g", "ConsumerGroupState.STABLE")
+    }
+    described = admin.describe_consumer_groups(["g"])["g"].result(timeout=10)
+    assert [m.client_id for m in described.members] == ["lonely"]
+    assert {tp.partition for tp in described.members[0].assignment.topic_partitions} == set(
+        range(PARTITIONS)
+    )
+    futures = admin.delete_consumer_groups(["g"])
+    with pytest.raises(confluent_kafka.KafkaException, match="NON_EMPTY_GROUP"):
+        futures["g"].result(timeout=10)
+    member.close()
+    futures = admin.delete_consumer_groups(["g"])
+    futures["g"].result(timeout=10)
+    assert log.groups.committed("g", [TopicPartition(TOPIC, 0)])[TopicPartition(TOPIC, 0)] is None
+
+    resource = ConfigResource(ResourceType.TOPIC, TOPIC)
+    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    assert entries["retention.ms"].value == "604800000"
+    change = ConfigResource(
+        ResourceType.TOPIC,
+        TOPIC,
+        incremental_configs=[
+            ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry(
+                "cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND
+            ),
+        ],
+    )
+    admin.incremental_alter_configs([change])[change].result(timeout=10)
+    altered = log.topic(TOPIC, fresh=True).config
+    assert altered.retention_ms == 3_600_000
+    assert set(altered.get("cleanup.policy").split(",")) == {"delete", "compact"}
+    admin.create_partitions([NewPartitions(TOPIC, 6)])[TOPIC].result(timeout=10)
+    assert log.topic(TOPIC, fresh=True).partitions == 6
+    with pytest.raises(confluent_kafka.KafkaException, match="INVALID_PARTITIONS"):
+        admin.create_partitions([NewPartitions(TOPIC, 2)])[TOPIC].result(timeout=10)
+    cluster = admin.describe_cluster().result(timeout=10)
+    host, port = agent.address.split(":")
+    assert [(n.host, n.port) for n in cluster.nodes] == [(host, int(port))]

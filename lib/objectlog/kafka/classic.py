@@ -18,6 +18,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+DOCUMENT_KIND = "kafka-group"  # the stores.documents kind a classic group is kept under
 EMPTY, PREPARING, COMPLETING, STABLE = (
     "Empty",
     "PreparingRebalance",

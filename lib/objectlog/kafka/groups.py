@@ -22,14 +22,20 @@ from kio.schema.errors import ErrorCode
 from objectlog.errors import ObjectLogError
 from objectlog.groups import OffsetAndMetadata, TopicPartition
 from objectlog.kafka import classic
-from objectlog.kafka.classic import COMPLETING, PREPARING, STABLE, ClassicGroup, Member
+from objectlog.kafka.classic import (
+    COMPLETING,
+    DOCUMENT_KIND,
+    PREPARING,
+    STABLE,
+    ClassicGroup,
+    Member,
+)
 from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.stores.documents import ABSENT
 
 T = TypeVar("T")
-KIND = "kafka-group"
 WRITE_TRIES = 20
 WAIT_S = (0.02, 0.25)  # a waiting JoinGroup or SyncGroup reads the group again this often
 MEMBER_ID_REQUIRED_FROM = 4  # JoinGroup version
@@ -52,7 +58,7 @@ class GroupsApi:
         return self.ctx.log.clock.now_ms()
 
     def _read(self, group_id: str) -> tuple[ClassicGroup, int]:
-        body, version = self.documents.read(KIND, group_id)
+        body, version = self.documents.read(DOCUMENT_KIND, group_id)
         return ClassicGroup.from_json(body), version
 
     def _update(self, group_id: str, change: Callable[[ClassicGroup, int], T]) -> T:
@@ -63,7 +69,7 @@ class GroupsApi:
             now = self._now()
             classic.expire(group, now)
             result = change(group, now)
-            if self.documents.write(KIND, group_id, group.to_json(), seen=version):
+            if self.documents.write(DOCUMENT_KIND, group_id, group.to_json(), seen=version):
                 if version == ABSENT:
                     self.ctx.log.items.groups.register(group_id)
                 return result

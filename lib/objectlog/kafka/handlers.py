@@ -18,10 +18,11 @@ from kio.schema.errors import ErrorCode
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
-from objectlog.kafka.admin import AdminApi
+from objectlog.kafka.admin import AdminApi, ConfigsApi
 from objectlog.kafka.context import ApiContext, Broker, topic_uuid
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.fetch import FetchApi
+from objectlog.kafka.group_admin import GroupAdminApi
 from objectlog.kafka.groups import GroupsApi
 from objectlog.kafka.produce import ProduceApi
 from objectlog.kafka.wire import Request
@@ -32,8 +33,18 @@ NO_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for"
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 18, 19, 20, 22
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP = 8, 9, 10, 11
-HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 12, 13, 14
+HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 12, 13, 14, 15, 16
+DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS = 32, 37, 42, 44
+OFFSET_DELETE, DESCRIBE_CLUSTER = 47, 60
 SUPPORTED: dict[int, tuple[int, int]] = {
+    DESCRIBE_GROUPS: (0, 5),
+    LIST_GROUPS: (0, 4),
+    DESCRIBE_CONFIGS: (1, 4),
+    CREATE_PARTITIONS: (0, 3),
+    DELETE_GROUPS: (0, 2),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    OFFSET_DELETE: (0, 0),
+    DESCRIBE_CLUSTER: (0, 1),
     OFFSET_COMMIT: (2, 9),
     OFFSET_FETCH: (1, 9),
     FIND_COORDINATOR: (0, 4),
@@ -59,6 +70,7 @@ class Handlers:
         self.ctx = ApiContext(log, broker)
         self.producing = ProduceApi(self.ctx)
         fetching, admin, groups = FetchApi(self.ctx), AdminApi(self.ctx), GroupsApi(self.ctx)
+        group_admin, configs = GroupAdminApi(self.ctx), ConfigsApi(self.ctx)
         self.routes: dict[int, Callable[[Request], Any]] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
@@ -75,6 +87,14 @@ class Handlers:
             LEAVE_GROUP: groups.leave_group,
             OFFSET_COMMIT: groups.offset_commit,
             OFFSET_FETCH: groups.offset_fetch,
+            LIST_GROUPS: group_admin.list_groups,
+            DESCRIBE_GROUPS: group_admin.describe_groups,
+            DELETE_GROUPS: group_admin.delete_groups,
+            OFFSET_DELETE: group_admin.offset_delete,
+            DESCRIBE_CONFIGS: configs.describe_configs,
+            INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+            CREATE_PARTITIONS: configs.create_partitions,
+            DESCRIBE_CLUSTER: configs.describe_cluster,
         }
 
     def close(self) -> None:
