@@ -127,6 +127,48 @@ def test_confluent_kafka_members_consume_everything_once_with_the_classic_protoc
     assert sum(assignments) == PARTITIONS
 
 
+def test_kip_848_members_share_partitions_and_the_survivor_resumes_at_the_commits(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    import confluent_kafka
+
+    produce(log, per_partition=10)
+    options = {
+        "bootstrap.servers": agent.address,
+        "group.id": "kip848",
+        "group.protocol": "consumer",  # server-side assignment: objectlog's assignors
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    members = [confluent_kafka.Consumer(options) for _ in range(2)]
+    for member in members:
+        member.subscribe([TOPIC])
+
+    def consume(consumers: list[Any], until: int) -> list[tuple[int, int]]:
+        seen: list[tuple[int, int]] = []
+        deadline = time.monotonic() + 30
+        while len(seen) < until and time.monotonic() < deadline:
+            for consumer in consumers:
+                message = consumer.poll(0.1)
+                if message is not None and not message.error():
+                    seen.append((message.partition(), message.offset()))
+                    consumer.commit(message, asynchronous=False)
+        return seen
+
+    first = consume(members, 40)
+    assert sorted(first) == [(p, o) for p in range(PARTITIONS) for o in range(10)]
+    assert [len(m.assignment()) for m in members] == [2, 2]
+    members[0].close()  # leaves: its partitions move to the other at their commits
+    produce(log, per_partition=2, start=10)
+    second = consume(members[1:], 8)
+    assert sorted(second) == [(p, o) for p in range(PARTITIONS) for o in (10, 11)]
+    members[1].close()
+    description = log.groups.describe("kip848")
+    assert {p.partition: p.committed for p in description.offsets} == {
+        p: 12 for p in range(PARTITIONS)
+    }
+
+
 # ---- the protocol on the wire ------------------------------------------------------------
 
 

@@ -72,12 +72,14 @@ class GroupCoordinator:
         client_id: str = "objectlog",
         session_timeout_ms: int = 10_000,
         strategies: Sequence[str] = DEFAULT_STRATEGIES,
+        member_id: str | None = None,
     ) -> Membership:
-        """Join as a new member; the group rebalances at the next generation."""
+        """Join as a new member (with the member id given, as KIP-848 clients choose their
+        own, or a new one); the group rebalances at the next generation."""
         validate_group_name(group)
         info = member_info(topics, client_id, session_timeout_ms, strategies)
         self._require_topics(info.topics)
-        member_id = f"{client_id}-{uuid.uuid4()}"
+        member_id = member_id or f"{client_id}-{uuid.uuid4()}"
         self.store.put_member(group, member_id, self.clock.now_ms(), session_timeout_ms)
         try:
             state = self._rebalance(group, add=(member_id, info))

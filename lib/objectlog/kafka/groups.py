@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from objectlog.errors import ObjectLogError
+from objectlog.errors import CommitFailed, ObjectLogError
 from objectlog.groups import OffsetAndMetadata, TopicPartition
 from objectlog.kafka import classic
 from objectlog.kafka.classic import (
@@ -247,7 +247,6 @@ class GroupsApi:
         generation = getattr(body, "generation_id_or_member_epoch", None)
         if generation is None:
             generation = getattr(body, "generation_id", -1)
-        code = await self.ctx.call(self._commit_check, body.group_id, body.member_id, generation)
         offsets = {
             TopicPartition(topic.name, p.partition_index): OffsetAndMetadata(
                 p.committed_offset, p.committed_metadata or ""
@@ -255,13 +254,9 @@ class GroupsApi:
             for topic in body.topics
             for p in topic.partitions
         }
-        errors: dict[TopicPartition, ErrorCode] = {}
-        if code == ErrorCode.none:
-            for tp, value in offsets.items():  # one at a time: one bad partition fails alone
-                try:
-                    await self.ctx.call(self.ctx.log.groups.commit, body.group_id, {tp: value})
-                except ObjectLogError as e:
-                    errors[tp] = error_code(e)
+        errors = await self.ctx.call(
+            self._commit, body.group_id, body.member_id, generation, offsets
+        )
         return {
             "throttle_time": 0,
             "topics": [
@@ -270,9 +265,7 @@ class GroupsApi:
                     "partitions": [
                         {
                             "partition_index": p.partition_index,
-                            "error_code": code
-                            if code != ErrorCode.none
-                            else errors.get(
+                            "error_code": errors.get(
                                 TopicPartition(topic.name, p.partition_index), ErrorCode.none
                             ),
                         }
@@ -282,6 +275,39 @@ class GroupsApi:
                 for topic in body.topics
             ],
         }
+
+    def _commit(
+        self,
+        group_id: str,
+        member_id: str,
+        generation: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Each partition's error (none when stored). A classic group's member is checked
+        against the group's document; a KIP-848 member's commit is fenced by objectlog's
+        offset items (the member must own the partition at its epoch)."""
+        classic_group = self.documents.read(DOCUMENT_KIND, group_id)[0] is not None
+        native = not classic_group and bool(member_id)
+        if not native:
+            code = self._commit_check(group_id, member_id, generation)
+            if code != ErrorCode.none:
+                return dict.fromkeys(offsets, code)
+        errors = {}
+        for tp, value in offsets.items():  # one at a time: one bad partition fails alone
+            try:
+                if native:
+                    self.ctx.log.groups.commit(
+                        group_id, {tp: value}, member_id=member_id, generation=generation
+                    )
+                else:
+                    self.ctx.log.groups.commit(group_id, {tp: value})
+            except CommitFailed:
+                errors[tp] = (
+                    ErrorCode.stale_member_epoch if native else ErrorCode.illegal_generation
+                )
+            except ObjectLogError as e:
+                errors[tp] = error_code(e)
+        return errors
 
     def _commit_check(self, group_id: str, member_id: str, generation: int) -> ErrorCode:
         """Kafka's fencing: a commit from outside the group (generation -1, no member) only

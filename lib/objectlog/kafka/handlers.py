@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
 from objectlog.kafka.admin import AdminApi, ConfigsApi
+from objectlog.kafka.consumer_protocol import ConsumerProtocolApi
 from objectlog.kafka.context import ApiContext, Broker, topic_uuid
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.fetch import FetchApi
@@ -35,8 +36,9 @@ API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 18, 19, 20, 22
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP = 8, 9, 10, 11
 HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 12, 13, 14, 15, 16
 DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS = 32, 37, 42, 44
-OFFSET_DELETE, DESCRIBE_CLUSTER = 47, 60
+OFFSET_DELETE, DESCRIBE_CLUSTER, CONSUMER_GROUP_HEARTBEAT = 47, 60, 68
 SUPPORTED: dict[int, tuple[int, int]] = {
+    CONSUMER_GROUP_HEARTBEAT: (0, 1),
     DESCRIBE_GROUPS: (0, 5),
     LIST_GROUPS: (0, 4),
     DESCRIBE_CONFIGS: (1, 4),
@@ -71,6 +73,7 @@ class Handlers:
         self.producing = ProduceApi(self.ctx)
         fetching, admin, groups = FetchApi(self.ctx), AdminApi(self.ctx), GroupsApi(self.ctx)
         group_admin, configs = GroupAdminApi(self.ctx), ConfigsApi(self.ctx)
+        consumers = ConsumerProtocolApi(self.ctx)
         self.routes: dict[int, Callable[[Request], Any]] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
@@ -95,6 +98,7 @@ class Handlers:
             INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
             CREATE_PARTITIONS: configs.create_partitions,
             DESCRIBE_CLUSTER: configs.describe_cluster,
+            CONSUMER_GROUP_HEARTBEAT: consumers.consumer_group_heartbeat,
         }
 
     def close(self) -> None:
@@ -119,8 +123,10 @@ class Handlers:
         asked = request.body.topics
         if asked is None:
             names = await self.ctx.call(self.ctx.log.list_topics)
-        else:
-            names = [t.name for t in asked if t.name is not None]
+        else:  # by name, or (v10+) by topic id, as KIP-848 clients ask
+            by_id = await self.ctx.names_by_id() if any(t.name is None for t in asked) else {}
+            found = (t.name or by_id.get(t.topic_id) for t in asked)
+            names = [name for name in found if name is not None]
         topics = [await self._topic_metadata(name) for name in names]
         return {
             "throttle_time": 0,
