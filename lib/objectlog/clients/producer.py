@@ -83,8 +83,6 @@ def new_producer_id() -> str:
     return secrets.token_hex(5)
 
 
-
-
 class Producer:
     def __init__(
         self,

@@ -121,9 +121,7 @@ def member_info(
             f"strategies must be a non-empty list from {list(STRATEGIES)}, got {strategies!r}",
             field="strategies",
         )
-    return MemberInfo(
-        client_id, tuple(sorted(set(topics))), session_timeout_ms, tuple(strategies)
-    )
+    return MemberInfo(client_id, tuple(sorted(set(topics))), session_timeout_ms, tuple(strategies))
 
 
 def offset_value(value: OffsetAndMetadata | int | object) -> OffsetAndMetadata:

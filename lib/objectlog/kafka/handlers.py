@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
 from objectlog.kafka.admin import AdminApi, ConfigsApi
+from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE  # per connection
 from objectlog.kafka.consumer_protocol import ConsumerProtocolApi
 from objectlog.kafka.context import ApiContext, Broker, topic_uuid
 from objectlog.kafka.errors import error_code
@@ -38,6 +39,8 @@ HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 12, 13, 14, 1
 DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS = 32, 37, 42, 44
 OFFSET_DELETE, DESCRIBE_CLUSTER, CONSUMER_GROUP_HEARTBEAT = 47, 60, 68
 SUPPORTED: dict[int, tuple[int, int]] = {
+    SASL_HANDSHAKE: (1, 1),
+    SASL_AUTHENTICATE: (0, 2),
     CONSUMER_GROUP_HEARTBEAT: (0, 1),
     DESCRIBE_GROUPS: (0, 5),
     LIST_GROUPS: (0, 4),

@@ -13,14 +13,17 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import threading
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
 from objectlog.clients.direct import ObjectLog
+from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE, ConnectionAuth
 from objectlog.kafka.context import Broker
 from objectlog.kafka.handlers import PRODUCE, SUPPORTED, Handlers
+from objectlog.kafka.users import Users
 from objectlog.kafka.wire import (
     MalformedFrame,
     Request,
@@ -43,6 +46,9 @@ class AgentConfig:
     advertised_host: str | None = None
     advertised_port: int | None = None
     max_frame_bytes: int = MAX_FRAME_BYTES
+    sasl: bool = False  # require SASL/SCRAM-SHA-512 (users: `objectlog users`)
+    tls_cert: str | None = None  # PEM files: the agent terminates TLS itself
+    tls_key: str | None = None
 
 
 class Agent:
@@ -54,6 +60,7 @@ class Agent:
         self.handlers: Handlers | None = None
         self.server: asyncio.base_events.Server | None = None
         self.connections: set[asyncio.Task[Any]] = set()
+        self.users = Users(log.items.documents) if config.sasl else None
 
     @property
     def port(self) -> int:
@@ -62,7 +69,7 @@ class Agent:
 
     async def start(self) -> Agent:
         self.server = await asyncio.start_server(
-            self._connection, self.config.host, self.config.port
+            self._connection, self.config.host, self.config.port, ssl=self._tls()
         )
         broker = Broker(
             host=self.config.advertised_host or self.config.host,
@@ -78,6 +85,13 @@ class Agent:
             broker.port,
         )
         return self
+
+    def _tls(self) -> ssl.SSLContext | None:
+        if self.config.tls_cert is None:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.config.tls_cert, self.config.tls_key)
+        return context
 
     async def serve_forever(self) -> None:
         assert self.server is not None, "start() first"
@@ -102,6 +116,7 @@ class Agent:
         sender = asyncio.create_task(self._send_in_order(answers, writer))
         previous_produce: asyncio.Task[Any] | None = None
         ended_cleanly = False
+        auth = ConnectionAuth(self.users)
         try:
             while True:
                 frame = await read_frame(reader, self.config.max_frame_bytes)
@@ -109,10 +124,18 @@ class Agent:
                     ended_cleanly = True
                     break
                 request = parse_request(frame, SUPPORTED)
-                task = asyncio.create_task(self._answer(request, previous_produce))
+                if not auth.allows(request.api_key):
+                    raise MalformedFrame(f"API {request.api_key} before authentication")
+                task = asyncio.create_task(self._answer(request, previous_produce, auth))
                 if request.api_key == PRODUCE:
                     previous_produce = task
                 await answers.put(task)
+                if request.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+                    await asyncio.wait([task])  # SASL steps run one after the other
+                    if auth.failed:  # answered, then closed
+                        logger.warning("authentication failed for %s (%s)", peer, auth.user)
+                        ended_cleanly = True
+                        break
         except MalformedFrame as e:
             logger.warning("closing the Kafka connection from %s: %s", peer, e)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -140,14 +163,20 @@ class Agent:
         with contextlib.suppress(BaseException):
             await sender
 
-    async def _answer(self, request: Request, after: asyncio.Task[Any] | None) -> bytes | None:
+    async def _answer(
+        self, request: Request, after: asyncio.Task[Any] | None, auth: ConnectionAuth
+    ) -> bytes | None:
         if after is not None:  # produce requests on a connection commit in order
             with contextlib.suppress(Exception):
                 await after
         assert self.handlers is not None
-        handler = self.handlers.routes[request.api_key]
         try:
-            values = await handler(request)
+            if request.api_key == SASL_HANDSHAKE:
+                values = await asyncio.to_thread(auth.handshake, request)
+            elif request.api_key == SASL_AUTHENTICATE:
+                values = await asyncio.to_thread(auth.authenticate, request)
+            else:
+                values = await self.handlers.routes[request.api_key](request)
             if values is None:
                 return None
             api_version = request.api_version

@@ -183,9 +183,19 @@ def dev(
     "--advertise",
     help="host:port clients are told to connect to (the load balancer's); default: --listen",
 )
+@click.option("--sasl", is_flag=True, help="require SASL/SCRAM-SHA-512 (see objectlog users)")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM private key")
 @click.pass_context
 @clear_errors
-def agent(ctx: click.Context, listen: str, advertise: str | None) -> None:
+def agent(
+    ctx: click.Context,
+    listen: str,
+    advertise: str | None,
+    sasl: bool,
+    tls_cert: str | None,
+    tls_key: str | None,
+) -> None:
     """Serve the Kafka protocol over this log until Ctrl-C or SIGTERM: a stateless agent, any
     number side by side behind one address (docs/kafka.md)."""
     require("agent", what="objectlog agent")
@@ -200,12 +210,58 @@ def agent(ctx: click.Context, listen: str, advertise: str | None) -> None:
         port=port,
         advertised_host=advertised_host,
         advertised_port=advertised_port,
+        sasl=sasl,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
     )
     log = ObjectLog(ctx.meta["direct_config"]())
     ctx.call_on_close(log.close)
     click.echo(f"objectlog agent: Kafka protocol on {listen}, advertising {advertise or listen}")
     asyncio.run(run_agent(log, config, stop_on_signals=True))
     click.echo("stopped.")
+
+
+@main.group()
+def users() -> None:
+    """Users of the Kafka agent's SASL/SCRAM-SHA-512 (stored salted and hashed)."""
+
+
+def _users(ctx: click.Context) -> Any:
+    require("agent", what="objectlog users")
+    from objectlog.kafka.users import Users
+
+    log = ObjectLog(ctx.find_root().meta["direct_config"]())
+    ctx.call_on_close(log.close)
+    return Users(log.items.documents)
+
+
+@users.command("add")
+@click.argument("name")
+@click.password_option(help="prompted for (twice) when not given")
+@click.pass_context
+@clear_errors
+def users_add(ctx: click.Context, name: str, password: str) -> None:
+    """Add a user, or set a new password for one."""
+    _users(ctx).add(name, password)
+    click.echo(f"user {name} saved")
+
+
+@users.command("delete")
+@click.argument("name")
+@click.pass_context
+@clear_errors
+def users_delete(ctx: click.Context, name: str) -> None:
+    if not _users(ctx).delete(name):
+        raise click.ClickException(f"no user {name!r}")
+    click.echo(f"user {name} deleted")
+
+
+@users.command("list")
+@click.pass_context
+@clear_errors
+def users_list(ctx: click.Context) -> None:
+    for name in _users(ctx).names():
+        click.echo(name)
 
 
 def _host_port(address: str, option: str) -> tuple[str, int]:

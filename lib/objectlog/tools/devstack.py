@@ -115,9 +115,7 @@ class DevStack:
         options = self.options
         storage = "in memory" if options.data_dir is None else f"data in {options.data_dir}/"
         dynamodb = (
-            f"DynamoDB Local {self.dynamodb_local.endpoint_url}"
-            if self.dynamodb_local
-            else "moto"
+            f"DynamoDB Local {self.dynamodb_local.endpoint_url}" if self.dynamodb_local else "moto"
         )
         replayed = getattr(self.server, "replayed", 0)
         exports = f"AWS_ENDPOINT_URL={self.endpoint_url} OBJECTLOG_API_URL={self.api_url}"

@@ -12,7 +12,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "cli": ("click", "rich"),
     "server": ("moto", "werkzeug"),
     "lambda": ("aws_lambda_powertools", "pydantic"),
-    "agent": ("kio", "aiokafka", "cramjam"),
+    "agent": ("kio", "aiokafka", "cramjam", "scramp"),
 }
 
 

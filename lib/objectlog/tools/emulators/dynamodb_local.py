@@ -131,4 +131,3 @@ class DynamoDBLocal(Emulator):
         self._process = process.start()
         process.wait_until(lambda: answers_http(self.endpoint_url), START_TIMEOUT_S)
         return self
-

@@ -283,4 +283,3 @@ class LocalStack(Emulator):
         self._process = process.start()
         process.wait_until(self.ready, START_TIMEOUT_S)
         return self
-
