@@ -15,6 +15,7 @@ import logging
 import signal
 import ssl
 import threading
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from objectlog.clients.direct import ObjectLog
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE, ConnectionAuth
 from objectlog.kafka.context import Broker
 from objectlog.kafka.handlers import PRODUCE, SUPPORTED, Handlers
+from objectlog.kafka.metrics import ApiMetrics, carries_error
 from objectlog.kafka.users import Users
 from objectlog.kafka.wire import (
     MalformedFrame,
@@ -49,6 +51,7 @@ class AgentConfig:
     sasl: bool = False  # require SASL/SCRAM-SHA-512 (users: `objectlog users`)
     tls_cert: str | None = None  # PEM files: the agent terminates TLS itself
     tls_key: str | None = None
+    metrics_interval_s: float = 0  # print per-API metrics (CloudWatch EMF) this often; 0: never
 
 
 class Agent:
@@ -61,6 +64,8 @@ class Agent:
         self.server: asyncio.base_events.Server | None = None
         self.connections: set[asyncio.Task[Any]] = set()
         self.users = Users(log.items.documents) if config.sasl else None
+        self.metrics = ApiMetrics()
+        self._emitter: asyncio.Task[None] | None = None
 
     @property
     def port(self) -> int:
@@ -77,6 +82,8 @@ class Agent:
             cluster_id=f"objectlog-{self.log.config.table}",
         )
         self.handlers = Handlers(self.log, broker)
+        if self.config.metrics_interval_s > 0:
+            self._emitter = asyncio.create_task(self._emit_metrics())
         logger.debug(
             "Kafka agent on %s:%d, advertising %s:%d",
             self.config.host,
@@ -98,7 +105,16 @@ class Agent:
         async with self.server:
             await self.server.serve_forever()
 
+    async def _emit_metrics(self) -> None:
+        service = f"objectlog-agent-{self.log.config.table}"
+        while True:
+            await asyncio.sleep(self.config.metrics_interval_s)
+            for line in self.metrics.emf_lines(service):
+                print(line, flush=True)
+
     async def stop(self) -> None:
+        if self._emitter is not None:
+            self._emitter.cancel()
         if self.server is not None:
             self.server.close()
         for task in list(self.connections):  # open connections end with the agent
@@ -170,6 +186,8 @@ class Agent:
             with contextlib.suppress(Exception):
                 await after
         assert self.handlers is not None
+        started = time.perf_counter()
+        values: Any = None
         try:
             if request.api_key == SASL_HANDSHAKE:
                 values = await asyncio.to_thread(auth.handshake, request)
@@ -186,7 +204,11 @@ class Agent:
             return encode_response(request, response)
         except Exception:
             logger.exception("API %d v%d failed", request.api_key, request.api_version)
+            values = {"error_code": -1}
             raise
+        finally:
+            elapsed = time.perf_counter() - started
+            self.metrics.record(request.api_key, elapsed, error=carries_error(values))
 
     async def _send_in_order(
         self,

@@ -213,6 +213,7 @@ def agent(
         sasl=sasl,
         tls_cert=tls_cert,
         tls_key=tls_key,
+        metrics_interval_s=60,
     )
     log = ObjectLog(ctx.meta["direct_config"]())
     ctx.call_on_close(log.close)

@@ -1,0 +1,175 @@
+"""Two Kafka agents side by side over one log: a group whose members connect to different
+agents shares the partitions and commits correctly, and behind a TCP balancer (as behind a
+Network Load Balancer) an agent killed mid-produce loses nothing acknowledged while an
+idempotent producer writes no duplicate."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from objectlog import ObjectLog
+from objectlog.groups import TopicPartition
+from objectlog.kafka.server import AgentConfig, AgentThread
+
+TOPIC = "shared"
+PARTITIONS = 4
+
+
+class Balancer:
+    """A TCP balancer on loopback: each new connection goes to the next live backend."""
+
+    def __init__(self, backends: list[tuple[str, int]]) -> None:
+        self.backends = backends
+        self.down: set[tuple[str, int]] = set()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.turn = 0
+        self.port = 0
+
+    def start(self) -> Balancer:
+        self.thread.start()
+        server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._forward, "127.0.0.1", 0), self.loop
+        ).result(10)
+        self.server = server
+        self.port = server.sockets[0].getsockname()[1]
+        return self
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        live = [b for b in self.backends if b not in self.down]
+        if not live:
+            writer.close()
+            return
+        self.turn += 1
+        host, port = live[self.turn % len(live)]
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(host, port)
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(Exception):
+                while data := await source.read(1 << 16):
+                    sink.write(data)
+                    await sink.drain()
+            sink.close()
+
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+    def stop(self) -> None:
+        self.server.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def topic(log: ObjectLog) -> None:
+    log.create_topic(TOPIC, partitions=PARTITIONS)
+
+
+def agent(log: ObjectLog, **options: Any) -> AgentThread:
+    return AgentThread(log, AgentConfig(port=0, **options)).start()
+
+
+def test_a_group_whose_members_use_different_agents_shares_partitions_and_commits(
+    log_config: Any, topic: None
+) -> None:
+    from kafka import KafkaConsumer
+
+    with ObjectLog(log_config) as other_log:  # the second agent: its own process state
+        first, second = agent(ObjectLog(log_config)), agent(other_log)
+        with ObjectLog(log_config) as log, log.producer() as producer:
+            for i in range(40):
+                producer.send(TOPIC, b"%d" % i, partition=i % PARTITIONS)
+        members = [
+            KafkaConsumer(
+                TOPIC,
+                bootstrap_servers=a.address,
+                group_id="across",
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                heartbeat_interval_ms=200,
+            )
+            for a in (first, second)
+        ]
+        seen: list[tuple[int, int]] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for member in members:
+                polled = member.poll(timeout_ms=100)
+                seen.extend((r.partition, r.offset) for b in polled.values() for r in b)
+                if polled:
+                    member.commit()
+            split = [len(m.assignment()) for m in members]
+            if len(seen) >= 40 and split == [2, 2]:
+                break
+        assert [len(m.assignment()) for m in members] == [2, 2]
+        assert sorted(set(seen)) == [(p, o) for p in range(PARTITIONS) for o in range(10)]
+        for member in members:
+            member.commit()
+            member.close()
+        committed = other_log.groups.committed(
+            "across", [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+        )
+        assert {tp.partition: v.offset for tp, v in committed.items() if v} == {
+            p: 10 for p in range(PARTITIONS)
+        }
+        first.stop()
+        second.stop()
+
+
+def test_an_agent_killed_mid_produce_loses_nothing_acknowledged_and_duplicates_nothing(
+    log_config: Any, topic: None
+) -> None:
+    from kafka import KafkaProducer
+
+    balancer = Balancer([]).start()
+    advertised = {"advertised_host": "127.0.0.1", "advertised_port": balancer.port}
+    logs = [ObjectLog(log_config), ObjectLog(log_config)]
+    agents = [agent(log, **advertised) for log in logs]
+    balancer.backends = [("127.0.0.1", a.agent.port) for a in agents]
+    producer = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{balancer.port}",
+        acks="all",  # idempotent: retried batches keep their offsets
+        retries=20,
+        retry_backoff_ms=50,
+        linger_ms=2,
+    )
+    futures = []
+    for i in range(600):
+        futures.append(producer.send(TOPIC, b"%d" % i, key=b"%d" % i))
+        if i == 200:
+            balancer.down.add(balancer.backends[0])
+            agents[0].stop()  # mid-produce: its connections drop, requests in flight
+        time.sleep(0.001)
+    producer.flush(60)
+    acknowledged = {}
+    for i, future in enumerate(futures):
+        with contextlib.suppress(Exception):
+            metadata = future.get(timeout=1)
+            acknowledged[b"%d" % i] = (metadata.partition, metadata.offset)
+    producer.close()
+    assert len(acknowledged) == 600  # the retries found the other agent
+    stored: dict[bytes, list[tuple[int, int]]] = {}
+    for p in range(PARTITIONS):
+        offset = 0
+        while records := logs[1].fetch(TOPIC, p, offset, max_records=1000).records:
+            for r in records:
+                assert r.value is not None
+                stored.setdefault(r.value, []).append((p, r.offset))
+            offset = records[-1].offset + 1
+    assert {value: places for value, places in stored.items() if len(places) > 1} == {}
+    assert {value: places[0] for value, places in stored.items()} == acknowledged
+    produced = [a.agent.metrics.snapshot().get("produce") for a in agents]
+    assert all(counts is not None and counts.requests > 0 for counts in produced)  # both served
+    agents[1].stop()
+    balancer.stop()
+    for log in logs:
+        log.close()
