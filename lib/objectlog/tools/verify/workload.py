@@ -3,9 +3,11 @@
 Against one deployment's S3 and DynamoDB endpoints (the embedded moto server by default), for a
 bounded number of produce operations or seconds, concurrently:
 
-- producers, each with its own clients: direct with idempotence, direct without, and one
-  through the HTTP API (the local gateway running the produce function's handler), sending
-  records with unique values to random partitions and recording what each send was told;
+- producers, each with its own clients: direct with idempotence, direct without, one
+  through the HTTP API (the local gateway running the produce function's handler), and an
+  idempotent confluent-kafka producer through the Kafka agent (objectlog.kafka, whose own S3
+  and DynamoDB calls get the faults), sending records with unique values to random partitions
+  and recording what each send was told;
 - a consumer group whose members poll, process (record) and commit, and now and then crash
   (abandoned, their lease lapses) or leave and rejoin;
 - two compactors with skewed clocks, compacting and collecting garbage in a loop;
@@ -27,7 +29,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
@@ -38,9 +40,14 @@ from objectlog.config import Config
 from objectlog.errors import CommitFailed, ObjectLogError
 from objectlog.groups import TopicPartition
 from objectlog.tools.gateway import LocalGateway, local_api
+
+if TYPE_CHECKING:
+    from objectlog.kafka.server import AgentThread
 from objectlog.tools.verify.checker import FinalState, Verdict, check, read_partition
 from objectlog.tools.verify.faults import FaultInjector, InjectedCrash, commits
 from objectlog.tools.verify.history import (
+    OK,
+    UNKNOWN,
     CommittedSample,
     History,
     Poll,
@@ -62,7 +69,8 @@ FAULT_KINDS = (
     "compactor-killed",
     "clock-skew",
 )
-CLIENTS = ("direct-idempotent", "direct-idempotent-2", "direct", "http")
+CLIENTS = ("direct-idempotent", "direct-idempotent-2", "direct", "http", "kafka-idempotent")
+KAFKA_DELIVERY_TIMEOUT_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -157,9 +165,11 @@ class Workload:
         admin.ensure_resources()
         admin.create_topic(TOPIC, partitions=self.config.partitions)
         gateway = self._gateway()
+        agent = self._agent()
         try:
-            self._run_threads(gateway, started)
+            self._run_threads(gateway, agent.address, started)
         finally:
+            agent.stop()
             gateway.stop()
             self.faults.remove()
         final = self._final_state(admin)
@@ -176,8 +186,13 @@ class Workload:
             raise self.errors[0]
         return result
 
-    def _run_threads(self, gateway: LocalGateway, started: float) -> None:
-        producers = [self._thread(self._produce, client, gateway) for client in CLIENTS]
+    def _run_threads(self, gateway: LocalGateway, kafka: str, started: float) -> None:
+        producers = [
+            self._thread(self._produce_kafka, client, kafka)
+            if client.startswith("kafka")
+            else self._thread(self._produce, client, gateway)
+            for client in CLIENTS
+        ]
         compactors = [self._thread(self._compact, skew) for skew in (0, self.config.skew_ms)]
         members = [self._thread(self._consume, i) for i in range(self.config.members)]
         monitor = self._thread(self._monitor)
@@ -288,6 +303,12 @@ class Workload:
         gateway.url = gateway.start(port=0)  # type: ignore[attr-defined]
         return gateway
 
+    def _agent(self) -> AgentThread:
+        """A Kafka agent whose own S3 and DynamoDB calls get the producers' faults."""
+        from objectlog.kafka.server import AgentConfig, AgentThread
+
+        return AgentThread(self._log(faults=True, role="producer"), AgentConfig(port=0)).start()
+
     # ---- workers -----------------------------------------------------------------------
 
     def _produce(self, client: str, gateway: LocalGateway) -> None:
@@ -319,6 +340,48 @@ class Workload:
             producer.close()
             if client == "http":
                 log.close()
+
+    def _produce_kafka(self, client: str, address: str) -> None:
+        """An idempotent confluent-kafka producer through the agent: it retries what the
+        agent answers with a retriable error, and must neither lose nor duplicate."""
+        import confluent_kafka
+
+        rng = random.Random(f"{self.config.seed}-{client}")
+        producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": address,
+                "enable.idempotence": True,
+                "linger.ms": 1,
+                "message.timeout.ms": KAFKA_DELIVERY_TIMEOUT_MS,
+                "retry.backoff.ms": 20,
+            }
+        )
+        told: dict[bytes | None, Any] = {}  # value -> (error, offset), from delivery reports
+
+        def report(error: Any, message: Any) -> None:
+            told[message.value()] = (error, message.offset())
+
+        n = 0
+        while not self.stop_producing.is_set():
+            sent: list[tuple[int, bytes]] = []
+            for _ in range(rng.randint(4, 24)):
+                value = f"{client}-{n}".encode()
+                partition = rng.randrange(self.config.partitions)
+                producer.produce(
+                    TOPIC,
+                    value,
+                    partition=partition,
+                    on_delivery=report,
+                )
+                sent.append((partition, value))
+                n += 1
+            producer.flush(KAFKA_DELIVERY_TIMEOUT_MS / 1000 + 10)
+            for partition, value in sent:
+                outcome = _kafka_outcome(client, partition, value, told.pop(value, None))
+                self.history.add_produce(outcome)
+            with self._sent_lock:
+                self.sent += len(sent)
+        producer.flush(30)
 
     def _compact(self, skew_ms: int) -> None:
         clock = SkewedClock(skew_ms) if skew_ms and self._on("clock-skew") else None
@@ -452,6 +515,17 @@ class Workload:
             {tp.partition: v.offset for tp, v in committed.items() if v is not None},
             stale,
         )
+
+
+def _kafka_outcome(client: str, partition: int, value: bytes, told: Any) -> Produce:
+    """What a confluent-kafka delivery report said: the offset, or an error (which, for an
+    idempotent producer that gave up retrying, leaves the outcome unknown)."""
+    if told is None:
+        return Produce(client, partition, value, UNKNOWN, None, "no delivery report", partition)
+    error, offset = told
+    if error is None:
+        return Produce(client, partition, value, OK, offset, None, partition)
+    return Produce(client, partition, value, UNKNOWN, None, error.name(), partition)
 
 
 def with_faults(config: WorkloadConfig, names: str) -> WorkloadConfig:
