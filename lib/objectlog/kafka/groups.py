@@ -58,20 +58,31 @@ class GroupsApi:
         return self.ctx.log.clock.now_ms()
 
     def _read(self, group_id: str) -> tuple[ClassicGroup, int]:
-        body, version = self.documents.read(DOCUMENT_KIND, group_id)
+        try:
+            body, version = self.documents.read(DOCUMENT_KIND, group_id)
+        except ObjectLogError as e:  # the client retries, as with an unavailable coordinator
+            raise GroupError(ErrorCode.coordinator_not_available) from e
         return ClassicGroup.from_json(body), version
 
     def _update(self, group_id: str, change: Callable[[ClassicGroup, int], T]) -> T:
         """Apply change(group, now) and store the group, retrying on a concurrent write; the
-        expiry of lapsed members and overdue rebalances comes first, as every reader sees it."""
+        expiry of lapsed members and overdue rebalances comes first, as every reader sees it.
+        A write whose answer was lost may have landed: the client retries, and every change
+        is one a retry finds already made."""
         for _ in range(WRITE_TRIES):
             group, version = self._read(group_id)
             now = self._now()
             classic.expire(group, now)
             result = change(group, now)
-            if self.documents.write(DOCUMENT_KIND, group_id, group.to_json(), seen=version):
-                if version == ABSENT:
+            try:
+                written = self.documents.write(
+                    DOCUMENT_KIND, group_id, group.to_json(), seen=version
+                )
+                if written and version == ABSENT:
                     self.ctx.log.items.groups.register(group_id)
+            except ObjectLogError as e:
+                raise GroupError(ErrorCode.coordinator_not_available) from e
+            if written:
                 return result
         raise GroupError(ErrorCode.coordinator_load_in_progress)
 
@@ -138,13 +149,13 @@ class GroupsApi:
 
         try:
             generation = await self.ctx.call(self._update, body.group_id, joined)
+            group = await self._wait_for(
+                body.group_id,
+                lambda g: member_id not in g.members or g.generation >= generation,
+                member.rebalance_timeout_ms + 5_000,
+            )
         except GroupError as e:
             return _join_answer(e.code, member_id=member_id)
-        group = await self._wait_for(
-            body.group_id,
-            lambda g: member_id not in g.members or g.generation >= generation,
-            member.rebalance_timeout_ms + 5_000,
-        )
         if member_id not in group.members or group.phase not in (COMPLETING, STABLE):
             return _join_answer(ErrorCode.unknown_member_id, member_id=member_id)
         if group.protocol is None:
@@ -222,9 +233,12 @@ class GroupsApi:
         leaving = (
             [m.member_id for m in body.members] if hasattr(body, "members") else [body.member_id]
         )
-        unknown = await self.ctx.call(
-            self._update, body.group_id, lambda g, now: classic.leave(g, leaving, now)
-        )
+        try:
+            unknown = await self.ctx.call(
+                self._update, body.group_id, lambda g, now: classic.leave(g, leaving, now)
+            )
+        except GroupError as e:
+            return {"throttle_time": 0, "error_code": e.code, "members": []}
         return {
             "throttle_time": 0,
             "error_code": ErrorCode.unknown_member_id
@@ -289,7 +303,10 @@ class GroupsApi:
         classic_group = self.documents.read(DOCUMENT_KIND, group_id)[0] is not None
         native = not classic_group and bool(member_id)
         if not native:
-            code = self._commit_check(group_id, member_id, generation)
+            try:
+                code = self._commit_check(group_id, member_id, generation)
+            except GroupError as e:
+                code = e.code
             if code != ErrorCode.none:
                 return dict.fromkeys(offsets, code)
         errors = {}

@@ -17,6 +17,7 @@ import ssl
 import threading
 import time
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,7 @@ class AgentConfig:
     tls_cert: str | None = None  # PEM files: the agent terminates TLS itself
     tls_key: str | None = None
     metrics_interval_s: float = 0  # print per-API metrics (CloudWatch EMF) this often; 0: never
+    worker_threads: int = 64  # library calls in flight (asyncio's default pool has cpus + 4)
 
 
 class Agent:
@@ -73,6 +75,11 @@ class Agent:
         return int(self.server.sockets[0].getsockname()[1])
 
     async def start(self) -> Agent:
+        # Every library call runs on a worker thread; a waiting JoinGroup, a slow DynamoDB
+        # call or a fetch's GETs hold one, so the pool must outnumber what is in flight.
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(self.config.worker_threads, thread_name_prefix="kafka-agent")
+        )
         self.server = await asyncio.start_server(
             self._connection, self.config.host, self.config.port, ssl=self._tls()
         )

@@ -56,6 +56,7 @@ class FinalState:
     high_watermark: Mapping[int, int]
     final_committed: Mapping[int, int] = field(default_factory=dict)
     unreferenced_old_objects: Sequence[str] = ()
+    other_groups: Mapping[str, Mapping[int, int]] = field(default_factory=dict)  # committed
 
 
 @dataclass
@@ -180,16 +181,27 @@ def _check_reads(history: History, final: FinalState, verdict: Verdict) -> None:
 
 
 def _check_group(history: History, final: FinalState, verdict: Verdict) -> None:
-    highest: dict[int, int] = {}
+    """Per group: committed offsets never go backwards, and nothing below a group's final
+    committed offset went unprocessed by that group's members."""
+    highest: dict[tuple[str, int], int] = {}
     for sample in history.committed:
-        if sample.offset < highest.get(sample.partition, 0):
+        key = (sample.group, sample.partition)
+        if sample.offset < highest.get(key, 0):
             verdict.add(
                 "committed backwards",
-                f"partition {sample.partition}: {sample.offset} after {highest[sample.partition]}",
+                f"{sample.group or 'group'} partition {sample.partition}: {sample.offset} "
+                f"after {highest[key]}",
             )
-        highest[sample.partition] = max(highest.get(sample.partition, 0), sample.offset)
-    processed = {(p, o) for poll in history.polls for p, o, _ in poll.records}
-    for partition, committed in final.final_committed.items():
-        for offset, _ in final.partitions.get(partition, ()):
-            if offset < committed and (partition, offset) not in processed:
-                verdict.add("skipped", f"{partition}/{offset} below committed {committed}")
+        highest[key] = max(highest.get(key, 0), sample.offset)
+    finals = {"": final.final_committed, **final.other_groups}
+    for group, committed_by_partition in finals.items():
+        processed = {
+            (p, o) for poll in history.polls if poll.group == group for p, o, _ in poll.records
+        }
+        for partition, committed in committed_by_partition.items():
+            for offset, _ in final.partitions.get(partition, ()):
+                if offset < committed and (partition, offset) not in processed:
+                    verdict.add(
+                        "skipped",
+                        f"{group or 'group'} {partition}/{offset} below committed {committed}",
+                    )

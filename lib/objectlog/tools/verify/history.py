@@ -50,6 +50,7 @@ class Poll:
     member: str
     ownership: int  # bumped whenever the member's assignment changed
     records: tuple[tuple[int, int, bytes | None], ...]  # (partition, offset, value)
+    group: str = ""  # "": the workload's objectlog group; else a Kafka client group
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class CommittedSample:
 
     partition: int
     offset: int
+    group: str = ""
 
 
 @dataclass

@@ -9,7 +9,8 @@ bounded number of produce operations or seconds, concurrently:
   and DynamoDB calls get the faults), sending records with unique values to random partitions
   and recording what each send was told;
 - a consumer group whose members poll, process (record) and commit, and now and then crash
-  (abandoned, their lease lapses) or leave and rejoin;
+  (abandoned, their lease lapses) or leave and rejoin; and a second group of kafka-python
+  members, classic protocol, through the Kafka agent, doing the same;
 - two compactors with skewed clocks, compacting and collecting garbage in a loop;
 - a monitor sampling the group's committed offsets.
 
@@ -71,6 +72,8 @@ FAULT_KINDS = (
 )
 CLIENTS = ("direct-idempotent", "direct-idempotent-2", "direct", "http", "kafka-idempotent")
 KAFKA_DELIVERY_TIMEOUT_MS = 60_000
+KAFKA_GROUP = "verify-kafka-group"  # classic-protocol members (kafka-python) through the agent
+GROUPS = ("", KAFKA_GROUP)  # "": GROUP, objectlog's own Consumer members
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class WorkloadConfig:
     seconds: float = 120.0  # at most (the run stops at whichever comes first)
     partitions: int = 4
     members: int = 3
+    kafka_members: int = 2
     seed: int = 0
     faults: frozenset[str] = frozenset(FAULT_KINDS)
     share: float = 0.05  # of matching calls, per fault kind
@@ -187,6 +191,7 @@ class Workload:
         return result
 
     def _run_threads(self, gateway: LocalGateway, kafka: str, started: float) -> None:
+        self.kafka_address = kafka
         producers = [
             self._thread(self._produce_kafka, client, kafka)
             if client.startswith("kafka")
@@ -195,6 +200,9 @@ class Workload:
         ]
         compactors = [self._thread(self._compact, skew) for skew in (0, self.config.skew_ms)]
         members = [self._thread(self._consume, i) for i in range(self.config.members)]
+        members += [
+            self._thread(self._consume_kafka, i, kafka) for i in range(self.config.kafka_members)
+        ]
         monitor = self._thread(self._monitor)
         deadline = started + self.config.seconds
         while self.sent < self.config.ops and time.monotonic() < deadline and not self.errors:
@@ -470,25 +478,97 @@ class Workload:
             consumer.close()
         return True
 
+    def _consume_kafka(self, index: int, address: str) -> None:
+        rng = random.Random(f"{self.config.seed}-kafka-member-{index}")
+        abandoned: list[Any] = []
+        life = 0
+        while not self.stop_consuming.is_set():
+            life += 1
+            left = self._kafka_member_life(address, rng, f"kafka-{index}-{life}", abandoned)
+            self.history.count("kafka member left" if left else "kafka member crashed")
+        for consumer in abandoned:
+            with contextlib.suppress(Exception):
+                consumer.close(autocommit=False)
+
+    def _kafka_member_life(
+        self, address: str, rng: random.Random, name: str, abandoned: list[Any]
+    ) -> bool:
+        """A kafka-python member's life: poll, process, commit; it crashes (stops polling:
+        past max.poll.interval.ms its heartbeat thread leaves the group) or leaves cleanly."""
+        from kafka import ConsumerRebalanceListener, KafkaConsumer
+        from kafka.errors import KafkaError
+
+        ownership = [0]
+
+        class Moved(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                ownership[0] += 1
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                ownership[0] += 1
+
+        consumer = KafkaConsumer(
+            bootstrap_servers=address,
+            group_id=KAFKA_GROUP,
+            client_id=name,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=3_000,
+            heartbeat_interval_ms=300,
+            max_poll_interval_ms=1_500,  # the rebalance timeout, and how soon a crash shows
+            max_poll_records=rng.randint(5, 200),
+        )
+        consumer.subscribe([TOPIC], listener=Moved())
+        crash = rng.random() < 0.5 and not self.stop_producing.is_set()  # none while draining
+        for _ in range(rng.randint(5, 40)):
+            if self.stop_consuming.is_set():
+                break
+            try:
+                polled = consumer.poll(timeout_ms=200)
+            except KafkaError:
+                continue
+            records = [r for batch in polled.values() for r in batch]
+            if records:
+                self.history.add_poll(
+                    Poll(
+                        name,
+                        ownership[0],
+                        tuple((r.partition, r.offset, r.value) for r in records),
+                        group=KAFKA_GROUP,
+                    )
+                )
+                with contextlib.suppress(KafkaError):
+                    consumer.commit()
+        if crash and not self.stop_consuming.is_set():
+            abandoned.append(consumer)
+            return False
+        with contextlib.suppress(KafkaError):
+            consumer.close()
+        return True
+
     def _monitor(self) -> None:
         log = self._log(faults=False)
         partitions = [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
         while not self.stop_consuming.is_set():
-            for tp, value in log.groups.committed(GROUP, partitions).items():
-                if value is not None:
-                    self.history.add_committed(CommittedSample(tp.partition, value.offset))
+            for group in GROUPS:
+                found = log.groups.committed(group or GROUP, partitions)
+                for tp, value in found.items():
+                    if value is not None:
+                        sample = CommittedSample(tp.partition, value.offset, group=group)
+                        self.history.add_committed(sample)
             time.sleep(0.2)
 
     def _drain(self, timeout_s: float = 60.0) -> None:
-        """Wait for the group to commit up to every high watermark."""
+        """Wait for both groups to commit up to every high watermark."""
         log = self._log(faults=False)
         deadline = time.monotonic() + timeout_s
         partitions = [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
         while time.monotonic() < deadline and not self.errors:
-            committed = log.groups.committed(GROUP, partitions)
+            ends = {tp: log.offsets(TOPIC, tp.partition).latest for tp in partitions}
+            committed = [log.groups.committed(group or GROUP, partitions) for group in GROUPS]
             if all(
-                (value := committed[tp]) is not None
-                and value.offset >= log.offsets(TOPIC, tp.partition).latest
+                (value := found[tp]) is not None and value.offset >= ends[tp]
+                for found in committed
                 for tp in partitions
             ):
                 return
@@ -504,17 +584,18 @@ class Workload:
             bounds = admin.offsets(TOPIC, p)
             log_start[p], high_watermark[p] = bounds.earliest, bounds.latest
             partitions[p], _ = read_partition(admin, TOPIC, p, bounds.earliest, max_bytes=1 << 20)
-        committed = admin.groups.committed(
-            GROUP, [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
-        )
+        tps = [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
+        committed = {
+            group: {
+                tp.partition: v.offset
+                for tp, v in admin.groups.committed(group or GROUP, tps).items()
+                if v is not None
+            }
+            for group in GROUPS
+        }
         stale = collector.stale_objects(gc.horizon_ms)
-        return FinalState(
-            partitions,
-            log_start,
-            high_watermark,
-            {tp.partition: v.offset for tp, v in committed.items() if v is not None},
-            stale,
-        )
+        other_groups = {g: offsets for g, offsets in committed.items() if g}
+        return FinalState(partitions, log_start, high_watermark, committed[""], stale, other_groups)
 
 
 def _kafka_outcome(client: str, partition: int, value: bytes, told: Any) -> Produce:
