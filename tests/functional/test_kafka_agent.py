@@ -369,3 +369,34 @@ def test_the_head_stays_small_with_sixteen_idempotent_producers(
     size = item_size(raw)
     print(f"head with 16 Kafka producers and {len(head.tail)} refs: {size} bytes")
     assert size < 2048  # DESIGN.md section 3; figures in docs/kafka.md
+
+
+def test_waiting_fetches_share_one_head_watcher_and_wake_when_records_arrive(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumers = []
+    for _ in range(6):  # six consumers tailing the same partition at its end
+        consumer = KafkaConsumer(bootstrap_servers=agent.address, fetch_max_wait_ms=500)
+        consumer.assign([TopicPartition(TOPIC, 0)])
+        consumer.seek_to_end()
+        consumer.poll(timeout_ms=100)
+        consumers.append(consumer)
+    assert agent.agent.handlers is not None
+    watcher = agent.agent.handlers.fetching.watcher
+    before, started = watcher.reads, time.monotonic()
+    for consumer in consumers:
+        consumer.poll(timeout_ms=300)
+    time.sleep(1.0)
+    elapsed = time.monotonic() - started
+    reads = watcher.reads - before
+    assert 0 < reads <= elapsed / watcher.interval_s + 2  # one reader for all six, not six
+    with log.producer() as producer:
+        producer.send(TOPIC, b"news", partition=0)
+    arrived = []
+    for consumer in consumers:
+        polled = consumer.poll(timeout_ms=3000)
+        arrived += [r.value for batch in polled.values() for r in batch]
+        consumer.close()
+    assert arrived == [b"news"] * 6

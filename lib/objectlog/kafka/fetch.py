@@ -1,14 +1,14 @@
 """Fetch and ListOffsets: objectlog's read path as Kafka record batches.
 
 A fetch reads every asked partition in one library call (one BatchGetItem, concurrent ranged
-GETs); when nothing is there yet it polls again until max_wait or min_bytes, as a Kafka broker
-holds a fetch. Records go back as one uncompressed batch per partition. Fetch sessions are
-declined (session id 0): every fetch names its partitions.
+GETs); when nothing is there yet it waits on the agent's head watcher (kafka.watch) until a
+partition moves or max_wait passes, as a Kafka broker holds a fetch. Records go back as one
+uncompressed batch per partition. Fetch sessions are declined (session id 0): every fetch
+names its partitions.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -19,16 +19,17 @@ from objectlog.errors import ObjectLogError
 from objectlog.kafka.batches import encode_batch
 from objectlog.kafka.context import ApiContext, check_partition
 from objectlog.kafka.errors import error_code
+from objectlog.kafka.watch import HeadWatcher
 from objectlog.kafka.wire import Request
 from objectlog.services.fetch import FetchRequest, FetchResult
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
-FETCH_RETRY_S = (0.01, 0.25)  # the long poll's first and longest pause between head reads
 
 
 class FetchApi:
     def __init__(self, ctx: ApiContext) -> None:
         self.ctx = ctx
+        self.watcher = HeadWatcher(ctx)
 
     async def fetch(self, request: Request) -> dict[str, Any]:
         body = request.body
@@ -39,14 +40,19 @@ class FetchApi:
             for partition in topic.partitions:
                 wanted.append((topic, partition, name))
         deadline = time.monotonic() + body.max_wait.total_seconds()
-        pause = FETCH_RETRY_S[0]
         while True:
             answers = await self._fetch_once(wanted, body.max_bytes)
             size = sum(len(a.get("records") or b"") for a in answers)
             if size >= max(body.min_bytes, 1) or time.monotonic() >= deadline:
                 break
-            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(pause * 2, FETCH_RETRY_S[1])
+            positions = {
+                (name, partition.partition): partition.fetch_offset
+                for _, partition, name in wanted
+                if name is not None
+            }
+            if not await self.watcher.wait_beyond(positions, deadline - time.monotonic()):
+                answers = await self._fetch_once(wanted, body.max_bytes)  # the last look
+                break
         by_topic: dict[int, list[dict[str, Any]]] = {}
         for (topic, _, _), answer in zip(wanted, answers, strict=True):
             by_topic.setdefault(id(topic), []).append(answer)

@@ -74,7 +74,8 @@ class Handlers:
     def __init__(self, log: ObjectLog, broker: Broker) -> None:
         self.ctx = ApiContext(log, broker)
         self.producing = ProduceApi(self.ctx)
-        fetching, admin, groups = FetchApi(self.ctx), AdminApi(self.ctx), GroupsApi(self.ctx)
+        self.fetching = fetching = FetchApi(self.ctx)
+        admin, groups = AdminApi(self.ctx), GroupsApi(self.ctx)
         group_admin, configs = GroupAdminApi(self.ctx), ConfigsApi(self.ctx)
         consumers = ConsumerProtocolApi(self.ctx)
         self.routes: dict[int, Callable[[Request], Any]] = {

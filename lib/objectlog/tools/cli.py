@@ -910,7 +910,7 @@ def _print_maintenance(report: MaintenanceReport) -> None:
 def verify(ops: int, seconds: float, seed: int, faults: str, share: float, bad_input: bool) -> None:
     """Run the Jepsen-style workload on an embedded stack and check its history; exit 1 on
     any anomaly."""
-    require("server", "lambda", what="objectlog verify")
+    require("server", "lambda", "agent", "kafka-clients", what="objectlog verify")
     from dataclasses import replace
 
     from rich.console import Console

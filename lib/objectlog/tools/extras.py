@@ -13,6 +13,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("moto", "werkzeug"),
     "lambda": ("aws_lambda_powertools", "pydantic"),
     "agent": ("kio", "aiokafka", "cramjam", "scramp"),
+    "kafka-clients": ("kafka", "confluent_kafka"),
 }
 
 

@@ -1,0 +1,71 @@
+"""One watcher of partition heads per agent, shared by every waiting fetch (Kafka's long poll).
+
+A fetch that found nothing new registers the partitions it waits on, each with the offset it
+waits beyond; one task reads the heads of every watched partition together (one BatchGetItem
+per topic) every interval and wakes the fetches whose partition moved past their offset. So
+a hundred consumers tailing a partition cost one head read per interval, not a hundred.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+
+from objectlog.errors import ObjectLogError
+from objectlog.kafka.context import ApiContext
+
+logger = logging.getLogger(__name__)
+WATCH_INTERVAL_S = 0.05
+
+Key = tuple[str, int]  # (topic, partition)
+
+
+class HeadWatcher:
+    def __init__(self, ctx: ApiContext, interval_s: float = WATCH_INTERVAL_S) -> None:
+        self.ctx = ctx
+        self.interval_s = interval_s
+        self._waiters: dict[Key, list[tuple[int, asyncio.Event]]] = defaultdict(list)
+        self._task: asyncio.Task[None] | None = None
+        self.reads = 0  # head reads (BatchGetItem calls) made, for tests and metrics
+
+    async def wait_beyond(self, positions: Mapping[Key, int], timeout_s: float) -> bool:
+        """Until any of these partitions' high watermark passes its offset (True), or the
+        timeout (False)."""
+        if timeout_s <= 0 or not positions:
+            return False
+        moved = asyncio.Event()
+        for key, offset in positions.items():
+            self._waiters[key].append((offset, moved))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._watch())
+        try:
+            async with asyncio.timeout(timeout_s):
+                await moved.wait()
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            for key in positions:
+                waiting = [w for w in self._waiters.get(key, []) if w[1] is not moved]
+                if waiting:
+                    self._waiters[key] = waiting
+                else:
+                    self._waiters.pop(key, None)
+
+    async def _watch(self) -> None:
+        while self._waiters:
+            by_topic: dict[str, list[int]] = defaultdict(list)
+            for topic, partition in list(self._waiters):
+                by_topic[topic].append(partition)
+            for topic, partitions in by_topic.items():
+                with contextlib.suppress(ObjectLogError):  # the next round reads again
+                    heads = await self.ctx.call(self.ctx.log.metadata.get_heads, topic, partitions)
+                    self.reads += 1
+                    for partition, head in heads.items():
+                        for offset, event in self._waiters.get((topic, partition), []):
+                            if head.next_offset > offset:
+                                event.set()
+            await asyncio.sleep(self.interval_s)
