@@ -379,6 +379,20 @@ def test_offsets_move_only_by_their_owner_at_its_generation(stores: ItemStores) 
     assert g.read("g", [], [TP])[1][TP] == OffsetItem()
 
 
+def test_a_classic_groups_commits_are_fenced_by_generation(stores: ItemStores) -> None:
+    groups = stores.groups
+
+    def commit(offset: int, generation: int) -> bool:
+        return groups.commit("k", TP, offset, "", 1, member_id=None, generation=generation) is None
+
+    assert commit(379, 3)
+    assert not commit(270, 2)  # a zombie of generation 2, after generation 3 committed
+    assert commit(400, 3) and commit(450, 4)
+    _, items = groups.read("k", [], [TP])
+    assert items[TP].offset == 450
+    assert commit(460, -1)  # from outside the group (no generation): only ownership counts
+
+
 def test_the_group_registry(stores: ItemStores) -> None:
     for name in ("b", "a"):
         stores.groups.register(name)

@@ -69,7 +69,7 @@ def load_catalog(config: Config) -> Any:
                 field="catalog",
             ) from e
 
-        catalog = SqlCatalog(CATALOG_NAME, uri=spec, warehouse=warehouse(config), **properties)
+        catalog = _sql_catalog(SqlCatalog, spec, warehouse(config), properties)
         if spec.startswith("sqlite:"):
             _write_ahead_log(catalog)
         return catalog
@@ -84,3 +84,15 @@ def _write_ahead_log(catalog: Any) -> None:
     JdbcCatalog holding a connection open, then never block the compactor's commits."""
     with catalog.engine.connect() as connection:
         connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+
+
+def _sql_catalog(catalog: Any, spec: str, location: str, properties: dict[str, str]) -> Any:
+    """pyiceberg's SqlCatalog, which creates its tables when it starts: two processes starting
+    on a new file at once can both try, and the second then finds them made (SQLAlchemy's
+    OperationalError, "table ... already exists"): it starts again and finds them."""
+    try:
+        return catalog(CATALOG_NAME, uri=spec, warehouse=location, **properties)
+    except Exception as e:
+        if type(e).__name__ != "OperationalError" or "already exists" not in str(e):
+            raise
+        return catalog(CATALOG_NAME, uri=spec, warehouse=location, **properties)

@@ -138,10 +138,14 @@ def choose_protocol(group: ClassicGroup) -> str | None:
 
 def join(group: ClassicGroup, member: Member, now_ms: int) -> None:
     """A JoinGroup: the member joins for the next generation (a rebalance starts unless one is
-    under way); a known member rejoining unchanged while Stable keeps the generation."""
+    under way); a known member rejoining unchanged keeps the generation while it completes,
+    and while Stable unless it is the leader (Kafka's coordinator answers the same)."""
     known = group.members.get(member.member_id)
     unchanged = known is not None and known.protocols == member.protocols
-    if unchanged and group.phase == STABLE and member.member_id != group.leader:
+    settled = group.phase == COMPLETING or (
+        group.phase == STABLE and member.member_id != group.leader
+    )
+    if unchanged and settled:  # a repeated join (a client that timed out): the same answer
         assert known is not None
         known.seen_ms = now_ms
         return

@@ -316,8 +316,8 @@ class GroupsApi:
                     self.ctx.log.groups.commit(
                         group_id, {tp: value}, member_id=member_id, generation=generation
                     )
-                else:
-                    self.ctx.log.groups.commit(group_id, {tp: value})
+                else:  # fenced in the item too: a later generation's commit stays
+                    self.ctx.log.groups.commit(group_id, {tp: value}, generation=generation)
             except CommitFailed:
                 errors[tp] = (
                     ErrorCode.stale_member_epoch if native else ErrorCode.illegal_generation

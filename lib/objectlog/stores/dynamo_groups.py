@@ -209,15 +209,20 @@ class DynamoGroupStore:
         generation: int,
     ) -> OffsetItem | None:
         values: dict[str, Any] = {":off": offset, ":meta": metadata, ":ct": now_ms}
-        if member_id is None:
+        update = "SET off = :off, #meta = :meta, ct = :ct"
+        if member_id is None and generation < 0:
             condition = "attribute_not_exists(#owner)"
+        elif member_id is None:  # a classic Kafka group's: no owners, generations fence
+            condition = "attribute_not_exists(#owner) AND (attribute_not_exists(og) OR og <= :gen)"
+            update += ", og = :gen"
+            values[":gen"] = generation
         else:
             condition = "#owner = :member AND og <= :gen"
             values.update({":member": member_id, ":gen": generation})
         return self._offset_update(
             "UpdateItem offset (commit)",
             offset_key(group, tp),
-            update="SET off = :off, #meta = :meta, ct = :ct",
+            update=update,
             condition=condition,
             names={"#owner": "owner", "#meta": "meta"},
             values=values,

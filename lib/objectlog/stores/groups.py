@@ -106,7 +106,9 @@ class GroupStore(Protocol):
         generation: int,
     ) -> OffsetItem | None:
         """Store the offset if member_id owns the partition at a generation <= generation
-        (member_id None: only if no member owns it). None on success, else the item as it was.
+        (member_id None: only if no member owns it, and with a generation >= 0, a classic Kafka
+        group's, only if no commit of a later generation came first; it records its own).
+        None on success, else the item as it was.
         """
         ...
 

@@ -339,17 +339,18 @@ class MemoryGroupStore:
         member_id: str | None,
         generation: int,
     ) -> OffsetItem | None:
+        fenced = member_id is None and generation >= 0  # a classic Kafka group's commit
+
         def holds(item: OffsetItem) -> bool:
             if member_id is None:
-                return item.owner is None
+                return item.owner is None and (not fenced or item.owner_generation <= generation)
             return item.owner == member_id and item.owner_generation <= generation
 
-        return self._update_offset(
-            group,
-            tp,
-            holds,
-            lambda i: replace(i, offset=offset, metadata=metadata, commit_ms=now_ms),
-        )
+        def committed(item: OffsetItem) -> OffsetItem:
+            item = replace(item, offset=offset, metadata=metadata, commit_ms=now_ms)
+            return replace(item, owner_generation=generation) if fenced else item
+
+        return self._update_offset(group, tp, holds, committed)
 
     def claim(
         self,
