@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
@@ -160,6 +160,9 @@ bench-groups: install
 
 bench-compaction: install
 	$(BIN)/python -m bench.compaction --dynamodb $(DYNAMODB)
+
+bench-kafka: install
+	$(BIN)/python -m bench.kafka --dynamodb $(DYNAMODB)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
