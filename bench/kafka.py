@@ -6,7 +6,8 @@
 Produce: N records of 1 KiB to a 4-partition topic, by the objectlog library's producer
 directly (its defaults) vs by confluent-kafka through `objectlog agent` (acks=all, linger 5 ms,
 lz4 off: the same bytes on the wire as in the segment's values). Consume: the same records
-read from offset 0 by the library (assign, no group) vs by confluent-kafka through the agent.
+read from offset 0 by the library (assign, no group) vs by confluent-kafka through the agent,
+timed from the first record to the last (start-up, the time to the first record, apart).
 The agent runs as `objectlog agent` in a process of its own, so its CPU time (from /proc) is
 its alone: reported per MiB moved. Sides alternate in rounds; each reports its median round,
 as bench.run does. Targets (issue 16): produce through the agent >= 0.7 of the library's
@@ -115,27 +116,58 @@ def kafka_produce(
     return run
 
 
-def library_consume(log: ObjectLog, topic: str, count: int) -> Callable[[], float]:
+class ConsumeClock:
+    """Times a consume from its first record to its last, scaled to the whole count: the
+    throughput once data flows. Start-up (a client's connections, metadata and offset lookups;
+    librdkafka's first ListOffsets waits about 0.5 s for its group coordinator) is reported
+    apart, as the time to the first record."""
+
+    def __init__(self, count: int, first_record_s: list[float]) -> None:
+        self.count = count
+        self.first_record_s = first_record_s
+        self.created = time.perf_counter()
+        self.first: tuple[float, int] | None = None
+        self.seen = 0
+
+    def add(self, records: int) -> None:
+        if records and self.first is None:
+            self.first = (time.perf_counter(), records)
+            self.first_record_s.append(self.first[0] - self.created)
+        self.seen += records
+
+    @property
+    def done(self) -> bool:
+        return self.seen >= self.count
+
+    def seconds(self) -> float:
+        assert self.first is not None
+        started, untimed = self.first
+        return (time.perf_counter() - started) * self.count / (self.count - untimed)
+
+
+def library_consume(
+    log: ObjectLog, topic: str, count: int, first_record_s: list[float]
+) -> Callable[[], float]:
     def run() -> float:
-        started = time.perf_counter()
+        clock = ConsumeClock(count, first_record_s)
         with ObjectLog(log.config) as own, own.consumer() as consumer:
             consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
             for p in range(PARTITIONS):
                 consumer.seek(TopicPartition(topic, p), 0)
-            seen = 0
-            while seen < count:
-                seen += len(consumer.poll(timeout=1.0, max_records=100_000))
-        return time.perf_counter() - started
+            while not clock.done:
+                clock.add(len(consumer.poll(timeout=1.0, max_records=100_000)))
+        return clock.seconds()
 
     return run
 
 
 def kafka_consume(
-    agent: AgentProcess, topic: str, count: int, cpu: list[float]
+    agent: AgentProcess, topic: str, count: int, cpu: list[float], first_record_s: list[float]
 ) -> Callable[[], float]:
     import confluent_kafka
 
     def run() -> float:
+        clock = ConsumeClock(count, first_record_s)
         consumer = confluent_kafka.Consumer(
             {"bootstrap.servers": agent.address, "group.id": "unused", "enable.auto.commit": False}
         )
@@ -146,12 +178,11 @@ def kafka_consume(
             ]
         )
         before = agent.cpu_s()
-        started = time.perf_counter()
-        seen = 0
-        while seen < count:
-            messages = consumer.consume(num_messages=10_000, timeout=1.0)
-            seen += sum(1 for m in messages if m.error() is None)
-        seconds = time.perf_counter() - started
+        while not clock.done:
+            # only what is left: consume() waits out its timeout for a full batch
+            messages = consumer.consume(num_messages=min(10_000, count - clock.seen), timeout=1.0)
+            clock.add(sum(1 for m in messages if m.error() is None))
+        seconds = clock.seconds()
         cpu.append(agent.cpu_s() - before)
         consumer.close()
         return seconds
@@ -178,6 +209,7 @@ def main() -> None:
     began = time.perf_counter()
     produce_cpu: list[float] = []
     consume_cpu: list[float] = []
+    first_record_s: dict[str, list[float]] = {"library": [], "agent": []}
     with embedded_endpoint(args.dynamodb) as endpoint:
         report.endpoint(endpoint.description)
         log = connect(endpoint)
@@ -201,8 +233,10 @@ def main() -> None:
             consumed = alternate(
                 args.rounds,
                 {
-                    "library": library_consume(log, topic, count),
-                    "agent": kafka_consume(agent, topic, count, consume_cpu),
+                    "library": library_consume(log, topic, count, first_record_s["library"]),
+                    "agent": kafka_consume(
+                        agent, topic, count, consume_cpu, first_record_s["agent"]
+                    ),
                 },
             )
         finally:
@@ -223,6 +257,10 @@ def main() -> None:
             )
         )
         report.note(f"agent CPU per MiB, {what}: {median(cpu) / mib * 1000:.1f} ms")
+    report.note(
+        "consume start-up, median time to the first record: "
+        + ", ".join(f"{side} {median(runs):.2f} s" for side, runs in first_record_s.items())
+    )
     report.note(
         "rounds (s): "
         + "; ".join(
