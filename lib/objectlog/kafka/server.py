@@ -128,6 +128,7 @@ class Agent:
             task.cancel()
         await asyncio.gather(*self.connections, return_exceptions=True)
         if self.handlers is not None:
+            await self.handlers.fetching.watcher.stop()
             await asyncio.to_thread(self.handlers.close)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -55,6 +55,12 @@ class HeadWatcher:
                 else:
                     self._waiters.pop(key, None)
 
+    async def stop(self) -> None:
+        """End the watch (the agent is stopping; its waiting fetches were cancelled)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
     async def _watch(self) -> None:
         while self._waiters:
             by_topic: dict[str, list[int]] = defaultdict(list)
