@@ -45,6 +45,7 @@ from objectlog.clock import new_ulid, ulid_time_ms
 from objectlog.format.index import SegmentRef
 from objectlog.format.layout import l0_key, object_key
 from objectlog.format.segment import slice_table, write_parquet
+from objectlog.services.fetch import slice_cache
 from objectlog.stores.metadata import Commit, PartitionHead
 
 MIB = 1 << 20
@@ -89,7 +90,7 @@ def median(values: Sequence[float]) -> float:
 
 def cold_caches(log: ObjectLog) -> None:
     """Forget decoded slices and cached manifests, as a consumer starting afresh."""
-    log.reader._slices = LruCache(64)
+    log.reader._slices = slice_cache()
     log.index._lists = LruCache(256)
     log.index._manifests = LruCache(1024)
     log.index._placed = LruCache(256)

@@ -347,9 +347,9 @@ def test_pushed_filters_prune_segments(log: ObjectLog, produced: Any) -> None:
     assert rows.column("offset").to_pylist() == wanted
     only_offset = FilteringBatchReader(options(log, subscribe="orders"))
     assert list(only_offset.pushFilters([LessThan(("offset",), 1)])) == []
-    assert [
-        (t.start_offset, t.end_offset) for p in only_offset.partitions() for t in p.value
-    ] == [(0, 1)] * 3
+    assert [(t.start_offset, t.end_offset) for p in only_offset.partitions() for t in p.value] == [
+        (0, 1)
+    ] * 3
 
 
 def test_mapinarrow_path_matches_the_data_source(spark: Any, log: ObjectLog, produced: Any) -> None:

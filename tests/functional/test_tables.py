@@ -133,7 +133,7 @@ def duckdb_rows(log: ObjectLog, metadata_location: str) -> set[Row]:
     ):
         connection.execute(f"SET {setting} = '{value}'")
     result = connection.execute(
-        f"SELECT partition, \"offset\", key, value, epoch_ms(timestamp) AS timestamp, headers "
+        f'SELECT partition, "offset", key, value, epoch_ms(timestamp) AS timestamp, headers '
         f"FROM iceberg_scan('{metadata_location}')"
     ).to_arrow_table()
     return arrow_rows(result)

@@ -29,6 +29,8 @@ from objectlog.services.index import IndexStore
 from objectlog.stores.metadata import MetadataStore, PartitionHead
 
 DEFAULT_MAX_BYTES = 1 << 20
+SLICE_CACHE_BYTES = 128 << 20
+SLICE_CACHE_ENTRIES = 8192
 RESOLVE_ATTEMPTS = 3
 POLL_START_S = 0.01
 POLL_MAX_S = 0.1
@@ -106,7 +108,7 @@ class Reader:
         self.read_many = read_many
         self.partition_count = partition_count
         self.sleep = sleep
-        self._slices: LruCache[tuple[str, int, int], pa.Table] = LruCache(64)
+        self._slices = slice_cache()
 
     def head(self, topic: str, partition: int) -> PartitionHead:
         head = self.metadata.get_head(topic, partition)
@@ -310,6 +312,13 @@ class Reader:
             high_watermark=head.next_offset,
             log_start_offset=head.log_start_offset,
         )
+
+
+def slice_cache() -> LruCache[tuple[str, int, int], pa.Table]:
+    """Decoded slices by object range, bounded by their Arrow bytes: a small slice (a low-rate
+    partition's flush) costs what it holds, so a reader serving many consumers (the Kafka
+    agent) keeps thousands of them, and a few large L1 row groups cannot exceed the bound."""
+    return LruCache(SLICE_CACHE_ENTRIES, max_bytes=SLICE_CACHE_BYTES, size_of=lambda t: t.nbytes)
 
 
 def _key(request: FetchRequest) -> tuple[str, int]:

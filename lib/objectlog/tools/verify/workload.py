@@ -520,9 +520,12 @@ class Workload:
         )
         consumer.subscribe([TOPIC], listener=Moved())
         crash = rng.random() < 0.5 and not self.stop_producing.is_set()  # none while draining
-        for _ in range(rng.randint(5, 40)):
-            if self.stop_consuming.is_set():
-                break
+        life = rng.randint(5, 40)  # polls before it crashes or leaves
+        polls = 0
+        # While the group drains, a member lives on: a kafka-python rebalance takes seconds,
+        # and members coming and going would make the drain, not the faults, the run's length.
+        while not self.stop_consuming.is_set() and (polls < life or self.stop_producing.is_set()):
+            polls += 1
             try:
                 polled = consumer.poll(timeout_ms=200)
             except KafkaError:
