@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
@@ -129,6 +129,26 @@ $(SQLITE_JDBC):
 test-spark-iceberg: prereqs .venv-spark3.5/.installed-stamp $(ICEBERG_JAR) $(SQLITE_JDBC)
 	OBJECTLOG_ICEBERG_SPARK_JARS=$(abspath $(ICEBERG_JAR)),$(SQLITE_JDBC) \
 		.venv-spark3.5/bin/python -m pytest -p no:cacheprovider -m spark_iceberg tests/e2e/test_spark_iceberg.py
+
+# The Kafka client matrix beyond make test's own versions (kafka-clients extra): the Kafka tests
+# again with older confluent-kafka (librdkafka) and kafka-python releases, each entry installed in
+# turn into one virtualenv of its own. aiokafka stays at the agent's pin (its codec is the agent's).
+KAFKA_CLIENT_MATRIX := confluent-kafka==2.10.1,kafka-python==2.3.3 confluent-kafka==2.6.1,kafka-python==2.2.15
+KAFKA_TESTS := tests/functional/test_kafka_agent.py tests/functional/test_kafka_agents.py \
+	tests/functional/test_kafka_auth.py tests/functional/test_kafka_clients.py \
+	tests/functional/test_kafka_groups.py
+.venv-kafka/.installed-stamp: pyproject.toml
+	$(PYTHON) -m venv .venv-kafka
+	.venv-kafka/bin/pip install --quiet 'uv==0.13.9'
+	.venv-kafka/bin/uv pip install --quiet --python .venv-kafka/bin/python 'aioboto3==15.5.0' -e '.[dev]'
+	touch $@
+
+test-kafka-clients: prereqs .venv-kafka/.installed-stamp
+	@for entry in $(KAFKA_CLIENT_MATRIX); do \
+		echo "==== $${entry//,/ }"; \
+		.venv-kafka/bin/uv pip install --quiet --python .venv-kafka/bin/python $${entry//,/ } || exit 1; \
+		.venv-kafka/bin/python -m pytest -p no:cacheprovider $(KAFKA_TESTS) || exit 1; \
+	done
 
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install

@@ -302,6 +302,37 @@ def test_an_api_versions_request_of_an_unknown_version_gets_unsupported_version_
     assert offered[0] == (3, 11) and offered[18] == (0, 4)
 
 
+def set_bits(value: int) -> set[int]:
+    return {bit for bit in range(32) if value >> bit & 1}
+
+
+def test_authorized_operations_are_all_of_kafkas_when_asked_and_int32_min_when_not(
+    agent: AgentThread,
+) -> None:
+    """No ACLs: asked, Metadata reports every operation Kafka defines for a topic and for the
+    cluster (kafka-python 2.3 decodes the bits into its AclOperation enum and fails on others)."""
+    for asked in (True, False):
+        body = request_schema(3, 10)(
+            topics=None,
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=asked,
+            include_topic_authorized_operations=asked,
+        )
+        answer = exchange(agent.address, frame(3, 10, body))
+        assert answer is not None
+        response, _ = entity_reader(response_schema(3, 10))(answer, 5)
+        (topic,) = [t for t in response.topics if t.name == TOPIC]
+        if asked:
+            # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
+            assert set_bits(topic.topic_authorized_operations) == {3, 4, 5, 6, 7, 8, 10, 11}
+            # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+            # IDEMPOTENT_WRITE
+            assert set_bits(response.cluster_authorized_operations) == {5, 7, 8, 9, 10, 11, 12}
+        else:
+            assert topic.topic_authorized_operations == -(2**31)
+            assert response.cluster_authorized_operations == -(2**31)
+
+
 def init_producer(address: str, producer_id: int = -1, epoch: int = -1) -> tuple[int, int]:
     body = request_schema(22, 4)(
         transactional_id=None,

@@ -137,7 +137,8 @@ def test_an_agent_killed_mid_produce_loses_nothing_acknowledged_and_duplicates_n
     balancer.backends = [("127.0.0.1", a.agent.port) for a in agents]
     producer = KafkaProducer(
         bootstrap_servers=f"127.0.0.1:{balancer.port}",
-        acks="all",  # idempotent: retried batches keep their offsets
+        acks="all",
+        enable_idempotence=True,  # retried batches keep their offsets (the default from 3.0)
         retries=20,
         retry_backoff_ms=50,
         linger_ms=2,

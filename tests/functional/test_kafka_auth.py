@@ -169,3 +169,36 @@ def test_users_are_added_listed_and_deleted_with_the_cli(log_env: dict[str, str]
     assert runner.invoke(main, ["users", "delete", "bob"], env=log_env).exit_code == 0
     assert runner.invoke(main, ["users", "delete", "bob"], env=log_env).exit_code == 1
     assert runner.invoke(main, ["users", "list"], env=log_env).output == ""
+
+
+def test_a_version_0_sasl_handshake_is_answered_unsupported_and_closed(log: ObjectLog) -> None:
+    """SaslHandshake v0 is offered (librdkafka 2.10 enables SASL only then) but not served: v0
+    clients send their tokens unframed. Over plaintext here: the rule does not depend on TLS."""
+    import socket
+
+    from kio.schema.errors import ErrorCode
+    from kio.serial import entity_reader
+
+    from objectlog.kafka.wire import request_schema, response_schema
+    from tests.functional.test_kafka_agent import exchange, frame
+
+    Users(log.items.documents).add("alice", "wonderland")
+    running = AgentThread(log, AgentConfig(port=0, sasl=True)).start()
+    try:
+        handshake = frame(17, 0, request_schema(17, 0)(mechanism="SCRAM-SHA-512"))
+        host, port = running.address.split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as connection:
+            connection.sendall(handshake)
+            size = int.from_bytes(connection.recv(4, socket.MSG_WAITALL), "big")
+            answer = connection.recv(size, socket.MSG_WAITALL)
+            response, _ = entity_reader(response_schema(17, 0))(answer, 4)
+            assert response.error_code == ErrorCode.unsupported_version
+            assert list(response.mechanisms) == ["SCRAM-SHA-512"]
+            assert connection.recv(4) == b""  # and closed
+        v1 = frame(17, 1, request_schema(17, 1)(mechanism="SCRAM-SHA-512"))
+        answer = exchange(running.address, v1)
+        assert answer is not None
+        response, _ = entity_reader(response_schema(17, 1))(answer, 4)
+        assert response.error_code == ErrorCode.none
+    finally:
+        running.stop()

@@ -18,6 +18,7 @@ from objectlog.format.topics import (
     validate_partition_count,
     validate_topic_name,
 )
+from objectlog.kafka import operations
 from objectlog.kafka.context import ApiContext, topic_uuid
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
@@ -233,7 +234,9 @@ class ConfigsApi:
                     "rack": None,
                 }
             ],
-            "cluster_authorized_operations": -2147483648,
+            "cluster_authorized_operations": operations.authorized(
+                operations.CLUSTER, request.body.include_cluster_authorized_operations
+            ),
         }
 
 

@@ -16,6 +16,7 @@ from objectlog.kafka.users import MECHANISM, Users
 from objectlog.kafka.wire import Request
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
+AUTHENTICATE_REQUESTS_FROM = 1  # SaslHandshake v1+: the tokens travel in SaslAuthenticate
 BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
@@ -34,6 +35,12 @@ class ConnectionAuth:
 
     def handshake(self, request: Request) -> dict[str, Any]:
         offered = [MECHANISM] if self.users is not None else []
+        if request.api_version < AUTHENTICATE_REQUESTS_FROM:
+            # v0 would send the SASL tokens unframed (clients before Kafka 1.0). It is in
+            # ApiVersions because librdkafka 2.10 (tested) enables SASL only if v0 is offered,
+            # and then uses v1, as every client tested does.
+            self.failed = True
+            return {"error_code": ErrorCode.unsupported_version, "mechanisms": offered}
         if request.body.mechanism not in offered:
             return {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": offered}
         assert self.users is not None

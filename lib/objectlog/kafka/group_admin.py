@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from objectlog.errors import GroupNotFound, ObjectLogError
 from objectlog.groups import TopicPartition
-from objectlog.kafka import classic
+from objectlog.kafka import classic, operations
 from objectlog.kafka.classic import DOCUMENT_KIND, ClassicGroup
 from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
@@ -23,7 +23,6 @@ from objectlog.stores.documents import ABSENT
 
 PROTOCOL_TYPE = "consumer"
 NATIVE_STATES = {"Empty": "Empty", "Stable": "Stable", "Rebalancing": "PreparingRebalance"}
-NO_AUTHORIZED_OPERATIONS = -2147483648
 
 
 class GroupAdminApi:
@@ -63,6 +62,9 @@ class GroupAdminApi:
 
     async def describe_groups(self, request: Request) -> dict[str, Any]:
         described = [await self.ctx.call(self._describe, name) for name in request.body.groups]
+        asked = getattr(request.body, "include_authorized_operations", False)
+        for group in described:
+            group["authorized_operations"] = operations.authorized(operations.GROUP, asked)
         return {"throttle_time": 0, "groups": described}
 
     def _describe(self, name: str) -> dict[str, Any]:
@@ -168,5 +170,4 @@ def _described(
         "protocol_type": PROTOCOL_TYPE if state not in ("", "Dead") else "",
         "protocol_data": protocol,
         "members": members,
-        "authorized_operations": NO_AUTHORIZED_OPERATIONS,
     }

@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
+from objectlog.kafka import operations
 from objectlog.kafka.admin import AdminApi, ConfigsApi
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE  # per connection
 from objectlog.kafka.consumer_protocol import ConsumerProtocolApi
@@ -29,8 +30,6 @@ from objectlog.kafka.groups import GroupsApi
 from objectlog.kafka.produce import ProduceApi
 from objectlog.kafka.wire import Request
 
-NO_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked for"
-
 # API key: (lowest, highest) version offered. ApiVersions answers exactly this table.
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 18, 19, 20, 22
@@ -39,7 +38,7 @@ HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 12, 13, 14, 1
 DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS = 32, 37, 42, 44
 OFFSET_DELETE, DESCRIBE_CLUSTER, CONSUMER_GROUP_HEARTBEAT = 47, 60, 68
 SUPPORTED: dict[int, tuple[int, int]] = {
-    SASL_HANDSHAKE: (1, 1),
+    SASL_HANDSHAKE: (0, 1),  # v0 advertised, not served: librdkafka 2.10 needs it (auth.py)
     SASL_AUTHENTICATE: (0, 2),
     CONSUMER_GROUP_HEARTBEAT: (0, 1),
     DESCRIBE_GROUPS: (0, 5),
@@ -131,16 +130,23 @@ class Handlers:
             by_id = await self.ctx.names_by_id() if any(t.name is None for t in asked) else {}
             found = (t.name or by_id.get(t.topic_id) for t in asked)
             names = [name for name in found if name is not None]
-        topics = [await self._topic_metadata(name) for name in names]
+        topic_operations = operations.authorized(
+            operations.TOPIC, getattr(request.body, "include_topic_authorized_operations", False)
+        )
+        topics = [await self._topic_metadata(name, topic_operations) for name in names]
         return {
             "throttle_time": 0,
             "brokers": [self.ctx.broker.as_node()],
             "cluster_id": self.ctx.broker.cluster_id,
             "controller_id": self.ctx.broker.node_id,
             "topics": topics,
+            "cluster_authorized_operations": operations.authorized(
+                operations.CLUSTER,
+                getattr(request.body, "include_cluster_authorized_operations", False),
+            ),
         }
 
-    async def _topic_metadata(self, name: str) -> dict[str, Any]:
+    async def _topic_metadata(self, name: str, authorized_operations: int) -> dict[str, Any]:
         try:
             topic = await self.ctx.call(self.ctx.log.topic, name)
         except ObjectLogError as e:
@@ -163,5 +169,5 @@ class Handlers:
                 }
                 for p in range(topic.partitions)
             ],
-            "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
+            "topic_authorized_operations": authorized_operations,
         }
