@@ -29,5 +29,6 @@ module "objectlog" {
   deletion_protection             = var.deletion_protection
   tables_enabled                  = var.tables_enabled
   table_database                  = var.table_database
+  agent                           = var.agent
   tags                            = var.tags
 }

@@ -72,3 +72,13 @@ output "table_reader_policy_arn" {
   description = "IAM policy for readers of the topics' tables (Athena, EMR)."
   value       = module.objectlog.table_reader_policy_arn
 }
+
+output "agent_bootstrap" {
+  description = "bootstrap.servers for Kafka clients through the agent's TLS listener (null without var.agent)."
+  value       = module.objectlog.agent_bootstrap
+}
+
+output "agent_service" {
+  description = "The Kafka agent's ECS cluster, service and task role (null without var.agent)."
+  value       = module.objectlog.agent_service
+}

@@ -17,16 +17,22 @@ provider "aws" {
   dynamic "endpoints" {
     for_each = local.local ? [var.local_endpoint] : []
     content {
-      apigatewayv2 = endpoints.value
-      cloudwatch   = endpoints.value
-      dynamodb     = endpoints.value
-      events       = endpoints.value
-      iam          = endpoints.value
-      kms          = endpoints.value
-      lambda       = endpoints.value
-      logs         = endpoints.value
-      s3           = endpoints.value
-      sts          = endpoints.value
+      acm                    = endpoints.value
+      apigatewayv2           = endpoints.value
+      applicationautoscaling = endpoints.value
+      cloudwatch             = endpoints.value
+      dynamodb               = endpoints.value
+      ec2                    = endpoints.value
+      ecs                    = endpoints.value
+      elbv2                  = endpoints.value
+      events                 = endpoints.value
+      glue                   = endpoints.value
+      iam                    = endpoints.value
+      kms                    = endpoints.value
+      lambda                 = endpoints.value
+      logs                   = endpoints.value
+      s3                     = endpoints.value
+      sts                    = endpoints.value
     }
   }
 

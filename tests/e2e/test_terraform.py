@@ -33,6 +33,7 @@ from objectlog.tools.deploy.deployment import Deployment
 from objectlog.tools.deploy.functions import resolve_handler
 from objectlog.tools.deploy.policies import (
     Call,
+    PolicyReport,
     Statement,
     allowed,
     check_policy,
@@ -267,9 +268,12 @@ def deployed(
     name = f"ol-e2e-{uuid.uuid4().hex[:8]}"
     # GC and the delete grace at 0, so one scheduled run merges and deletes what it replaced.
     settings = {"gc_min_age_ms": 0, "delete_grace_ms": 0}
+    assert_not_on_the_endpoint(aws_endpoint)
+    network = AgentNetwork(aws_endpoint)
+    agent = network.agent_variable() | {"autoscaling": False}  # NOT_ON_THE_ENDPOINT
     workspace = Workspace(
         name,
-        local_variables(aws_endpoint, name, light_package, settings=settings),
+        local_variables(aws_endpoint, name, light_package, settings=settings, agent=agent),
         state_dir=tmp_path / "terraform",
         project=PROJECT,
     )
@@ -278,8 +282,81 @@ def deployed(
         yield workspace, outputs
     finally:
         workspace.destroy()
+        network.delete()
         _report({"timings_s": {k: round(v, 1) for k, v in workspace.timings.items()}})
     assert_destroyed(outputs, aws_endpoint)
+
+
+# What the embedded endpoint cannot create, with the error it gave; the deployment leaves it out
+# (agent.autoscaling = false) and assert_not_on_the_endpoint checks the error is still there.
+NOT_ON_THE_ENDPOINT = {
+    "aws_appautoscaling_target.agent, aws_appautoscaling_policy.agent_cpu and .agent_idle, "
+    "aws_cloudwatch_metric_alarm.agent_idle": (
+        "application-autoscaling",
+        "ListTagsForResource",
+        "moto 5.2: 'The list_tags_for_resource action has not been implemented' (HTTP 500); "
+        "the provider reads a scalable target's tags after creating it and retries the 500 "
+        "until its timeout",
+    ),
+}
+
+
+def assert_not_on_the_endpoint(endpoint: str) -> None:
+    """Each call NOT_ON_THE_ENDPOINT blames still fails: when the endpoint learns it, this
+    fails, and the resource goes back into the applied deployment."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    for resources, (service, operation, error) in NOT_ON_THE_ENDPOINT.items():
+        client = boto3.client(
+            service,
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            config=Config(retries={"max_attempts": 1}),
+        )
+        arn = "arn:aws:application-autoscaling:us-east-1:123456789012:scalable-target/x"
+        with pytest.raises(ClientError) as failed:
+            getattr(client, _snake(operation))(ResourceARN=arn)
+        status = failed.value.response["ResponseMetadata"]["HTTPStatusCode"]
+        assert status == 500, f"{resources}: {service} {operation} now answers {status}: {error}"
+
+
+def _snake(operation: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in operation).lstrip("_")
+
+
+class AgentNetwork:
+    """What agent.tf takes from its caller: a VPC with two subnets and an ACM certificate."""
+
+    def __init__(self, endpoint: str) -> None:
+        import boto3
+
+        self.ec2 = boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1")
+        self.acm = boto3.client("acm", endpoint_url=endpoint, region_name="us-east-1")
+        self.vpc = self.ec2.create_vpc(CidrBlock="10.42.0.0/16")["Vpc"]["VpcId"]
+        self.subnets = [
+            self.ec2.create_subnet(
+                VpcId=self.vpc, CidrBlock=f"10.42.{i}.0/24", AvailabilityZone=f"us-east-1{zone}"
+            )["Subnet"]["SubnetId"]
+            for i, zone in enumerate("ab")
+        ]
+        certificate = self.acm.request_certificate(DomainName="kafka.objectlog.example")
+        self.certificate = certificate["CertificateArn"]
+
+    def agent_variable(self) -> dict[str, Any]:
+        return {
+            "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/objectlog-agent:e2e",
+            "vpc_id": self.vpc,
+            "subnet_ids": self.subnets,
+            "certificate_arn": self.certificate,
+        }
+
+    def delete(self) -> None:
+        self.acm.delete_certificate(CertificateArn=self.certificate)
+        for subnet in self.subnets:
+            self.ec2.delete_subnet(SubnetId=subnet)
+        self.ec2.delete_vpc(VpcId=self.vpc)
 
 
 def assert_destroyed(outputs: dict[str, Any], endpoint: str) -> None:
@@ -299,6 +376,11 @@ def assert_destroyed(outputs: dict[str, Any], endpoint: str) -> None:
     assert not roles & set(outputs["function_roles"].values())
     databases = {d["Name"] for d in client("glue").get_databases()["DatabaseList"]}
     assert outputs["table_database"] not in databases
+    cluster = outputs["agent_service"]["cluster"]  # a deleted cluster is listed INACTIVE
+    described = client("ecs").describe_clusters(clusters=[cluster])["clusters"]
+    assert {c["status"] for c in described} <= {"INACTIVE"}
+    balancers = client("elbv2").describe_load_balancers()["LoadBalancers"]
+    assert outputs["agent_bootstrap"].rsplit(":", 1)[0] not in {b["DNSName"] for b in balancers}
 
 
 def _report(data: dict[str, Any]) -> None:
@@ -347,6 +429,8 @@ def test_deployed_api_end_to_end(
             (third,) = deployment.run_schedule(outputs["compact_rule"])  # the topics are gone
             assert len(third["tables_dropped"]) == 2, third
             assert_topic_tables(aws_endpoint, outputs["table_database"], set())
+        container = assert_agent_service(aws_endpoint, outputs)
+        agent_report = run_agent_as_its_task(deployment, outputs, container)
     finally:
         gateway.stop()
         deployment.close()
@@ -369,7 +453,7 @@ def test_deployed_api_end_to_end(
             "light_package": json.loads((light_package / "manifest.json").read_text())["layer"],
         }
     )
-    problems = [r.describe() for r in reports if not r.ok]
+    problems = [r.describe() for r in [*reports, agent_report] if not r.ok]
     assert not problems, "\n".join(problems)
     assert {r.function for r in reports} == set(functions.values())
 
@@ -429,6 +513,127 @@ def exercise_api(client: Any, url: str, cold_start_produce: Callable[[], None]) 
         timeout=10,
     )
     assert rest_proxy.status_code == 200, rest_proxy.text
+
+
+def assert_agent_service(endpoint: str, outputs: dict[str, Any]) -> dict[str, Any]:
+    """The agent's service, load balancer and task as agent.tf declares them; returns the
+    task's container definition."""
+    import boto3
+
+    ecs = boto3.client("ecs", endpoint_url=endpoint, region_name="us-east-1")
+    elbv2 = boto3.client("elbv2", endpoint_url=endpoint, region_name="us-east-1")
+    names = outputs["agent_service"]
+    (service,) = ecs.describe_services(cluster=names["cluster"], services=[names["service"]])[
+        "services"
+    ]
+    assert (service["launchType"], service["desiredCount"]) == ("FARGATE", 2)
+    assert service["networkConfiguration"]["awsvpcConfiguration"]["assignPublicIp"] == "DISABLED"
+    (balanced,) = service["loadBalancers"]
+    assert balanced["containerPort"] == 9092
+    (group,) = elbv2.describe_target_groups(TargetGroupArns=[balanced["targetGroupArn"]])[
+        "TargetGroups"
+    ]
+    assert (group["Protocol"], group["Port"], group["TargetType"]) == ("TCP", 9092, "ip")
+    (balancer_arn,) = group["LoadBalancerArns"]
+    (balancer,) = elbv2.describe_load_balancers(LoadBalancerArns=[balancer_arn])["LoadBalancers"]
+    assert outputs["agent_bootstrap"] == f"{balancer['DNSName']}:9094"
+    (listener,) = elbv2.describe_listeners(LoadBalancerArn=balancer_arn)["Listeners"]
+    assert (listener["Protocol"], listener["Port"]) == ("TLS", 9094)
+    assert listener["Certificates"][0]["CertificateArn"].startswith("arn:aws:acm:")
+    task = ecs.describe_task_definition(taskDefinition=service["taskDefinition"])
+    definition = task["taskDefinition"]
+    assert definition["taskRoleArn"].endswith(f"/{names['task_role']}")
+    assert definition["runtimePlatform"]["cpuArchitecture"] == "ARM64"
+    (container,) = definition["containerDefinitions"]
+    advertised = ["--advertise", outputs["agent_bootstrap"]]
+    assert container["command"] == ["--listen", "0.0.0.0:9092", *advertised, "--sasl"]
+    return dict(container, taskRoleArn=definition["taskRoleArn"])
+
+
+AGENT = "kafka-agent"
+AGENT_TOPIC = "kafka-orders"
+AGENT_USER = {"sasl.username": "alice", "sasl.password": "wonderland"}
+
+
+def run_agent_as_its_task(
+    deployment: Deployment, outputs: dict[str, Any], container: dict[str, Any]
+) -> PolicyReport:
+    """`objectlog agent` with the task's environment and command (listening on loopback
+    instead of 0.0.0.0:9092) serves a Kafka session; every AWS call it makes is checked
+    against the task role Terraform applied, as the functions' calls are."""
+    from objectlog.config import Config
+    from objectlog.kafka.server import AgentConfig, AgentThread
+    from objectlog.kafka.users import Users
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OBJECTLOG_")}
+    environment |= {e["name"]: e["value"] for e in container["environment"]}
+    log = ObjectLog(Config.from_env(environment))
+    # as `objectlog users add` does, with an administrator's credentials
+    Users(log.items.documents).add(AGENT_USER["sasl.username"], AGENT_USER["sasl.password"])
+    config = AgentConfig(port=0, sasl="--sasl" in container["command"])
+    try:
+        with deployment.recorder.recording(AGENT):
+            agent = AgentThread(log, config).start()
+            try:
+                kafka_session(agent.address, lambda: compact_unrecorded(deployment, outputs))
+            finally:
+                agent.stop()
+    finally:
+        log.close()
+    role = container["taskRoleArn"].rsplit("/", 1)[-1]
+    statements = role_statements(deployment.iam, role)
+    return check_policy(AGENT, role, statements, deployment.recorder.calls.get(AGENT, ()))
+
+
+def compact_unrecorded(deployment: Deployment, outputs: dict[str, Any]) -> None:
+    """A scheduled compaction amid the agent's session: the function's calls are recorded as
+    its own, the harness's (EventBridge, Lambda) as nobody's."""
+    with deployment.recorder.paused():
+        deployment.run_schedule(outputs["compact_rule"])
+
+
+def kafka_session(bootstrap: str, compact: Callable[[], object]) -> None:
+    """What a deployment's Kafka clients do: create a topic, produce idempotently past a tail
+    spill, read it back through a group (from L1 after a compaction, and from L0), commit,
+    delete the group and the topic."""
+    import confluent_kafka
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    options = {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",  # the NLB terminates TLS
+        "sasl.mechanism": "SCRAM-SHA-512",
+        **AGENT_USER,
+    }
+    admin = AdminClient(options)
+    no_table = {"objectlog.table.enabled": "false"}
+    created = admin.create_topics([NewTopic(AGENT_TOPIC, 1, config=no_table)])
+    created[AGENT_TOPIC].result(timeout=30)
+    producer = confluent_kafka.Producer({**options, "enable.idempotence": True, "linger.ms": 0})
+
+    def produce(values: range) -> None:
+        for i in values:  # one Produce request (one commit) each
+            producer.produce(AGENT_TOPIC, f"v{i}".encode(), key=f"k{i % 3}".encode())
+            assert producer.flush(30) == 0
+
+    produce(range(20))  # the tail spills once (it holds at most 16 refs)
+    compact()
+    produce(range(20, 23))
+    consumer = confluent_kafka.Consumer(
+        {**options, "group.id": "billing", "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([AGENT_TOPIC])
+    values: list[bytes | None] = []
+    deadline = time.monotonic() + 60
+    while len(values) < 23 and time.monotonic() < deadline:
+        message = consumer.poll(1)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    assert values == [f"v{i}".encode() for i in range(23)]
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    admin.delete_consumer_groups(["billing"])["billing"].result(timeout=30)
+    admin.delete_topics([AGENT_TOPIC])[AGENT_TOPIC].result(timeout=30)
 
 
 def produce_ledger(client: Any, rounds: int, start: int) -> None:

@@ -72,3 +72,17 @@ output "table_reader_policy_arn" {
   description = "IAM policy for readers of the topics' tables (Athena, EMR): Glue reads and S3 reads of the table metadata and data files."
   value       = var.tables_enabled ? aws_iam_policy.table_reader[0].arn : null
 }
+
+output "agent_bootstrap" {
+  description = "bootstrap.servers for Kafka clients (the NLB's TLS listener), or null without the agent."
+  value       = local.agent ? "${aws_lb.agent[0].dns_name}:${local.agent_tls}" : null
+}
+
+output "agent_service" {
+  description = "The agent's ECS cluster, service and task role, or null without the agent."
+  value = local.agent ? {
+    cluster   = aws_ecs_cluster.agent[0].name
+    service   = aws_ecs_service.agent[0].name
+    task_role = aws_iam_role.agent_task[0].name
+  } : null
+}

@@ -286,3 +286,33 @@ variable "table_database" {
     error_message = "table_database must be 1-255 characters of lower-case letters, digits and underscores (Glue and Athena)."
   }
 }
+
+variable "agent" {
+  description = "The Kafka agent service (agent.tf, docs/kafka.md): null (the default) deploys none. image: the agent's image (infra/agent/Dockerfile) in a registry ECS can pull from; vpc_id, subnet_ids: where the tasks and the Network Load Balancer run; certificate_arn: the ACM certificate of the NLB's TLS listener (port 9094); min_tasks (2; 0 lets an idle service scale to zero), max_tasks (10), cpu (1024), memory_mb (2048), target_cpu_percent (60); sasl (true: SCRAM-SHA-512 required, users from `objectlog users`); internal (true), assign_public_ip (false), allowed_cidrs (who may connect); autoscaling (true; false leaves the service at min_tasks: local emulators only, moto cannot read Application Auto Scaling tags)."
+  type = object({
+    image              = string
+    vpc_id             = string
+    subnet_ids         = list(string)
+    certificate_arn    = string
+    min_tasks          = optional(number, 2)
+    max_tasks          = optional(number, 10)
+    cpu                = optional(number, 1024)
+    memory_mb          = optional(number, 2048)
+    target_cpu_percent = optional(number, 60)
+    sasl               = optional(bool, true)
+    internal           = optional(bool, true)
+    assign_public_ip   = optional(bool, false)
+    allowed_cidrs      = optional(list(string), ["10.0.0.0/8"])
+    autoscaling        = optional(bool, true)
+  })
+  default = null
+
+  validation {
+    condition     = var.agent == null || (try(var.agent.min_tasks >= 0 && var.agent.max_tasks >= max(var.agent.min_tasks, 1), false))
+    error_message = "agent.min_tasks must be 0 or more and agent.max_tasks at least min_tasks and 1."
+  }
+  validation {
+    condition     = var.agent == null || try(length(var.agent.subnet_ids) > 0 && can(regex("^arn:", var.agent.certificate_arn)), false)
+    error_message = "agent needs subnet_ids and an ACM certificate_arn for the TLS listener."
+  }
+}

@@ -41,6 +41,17 @@ class CallRecorder:
         finally:
             _ACTIVE = previous
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nobody's calls recorded for the duration (the harness's own, amid a recording)."""
+        global _ACTIVE
+        previous = _ACTIVE
+        _ACTIVE = None
+        try:
+            yield
+        finally:
+            _ACTIVE = previous
+
     def record(
         self, function: str, service: str, operation: str, params: Mapping[str, Any], region: str
     ) -> None:
