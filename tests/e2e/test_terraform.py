@@ -292,38 +292,33 @@ def deployed(
 NOT_ON_THE_ENDPOINT = {
     "aws_appautoscaling_target.agent, aws_appautoscaling_policy.agent_cpu and .agent_idle, "
     "aws_cloudwatch_metric_alarm.agent_idle": (
-        "application-autoscaling",
-        "ListTagsForResource",
-        "moto 5.2: 'The list_tags_for_resource action has not been implemented' (HTTP 500); "
-        "the provider reads a scalable target's tags after creating it and retries the 500 "
-        "until its timeout",
+        "application-autoscaling ListTagsForResource answers HTTP 500 'The "
+        "list_tags_for_resource action has not been implemented' (moto 5.2); the provider reads "
+        "a scalable target's tags after creating it and retries the 500 until its timeout"
     ),
 }
 
 
 def assert_not_on_the_endpoint(endpoint: str) -> None:
-    """Each call NOT_ON_THE_ENDPOINT blames still fails: when the endpoint learns it, this
-    fails, and the resource goes back into the applied deployment."""
+    """The call NOT_ON_THE_ENDPOINT blames still fails: when the endpoint learns it, this
+    fails, and the resources go back into the applied deployment."""
     import boto3
     from botocore.config import Config
     from botocore.exceptions import ClientError
 
-    for resources, (service, operation, error) in NOT_ON_THE_ENDPOINT.items():
-        client = boto3.client(
-            service,
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            config=Config(retries={"max_attempts": 1}),
-        )
-        arn = "arn:aws:application-autoscaling:us-east-1:123456789012:scalable-target/x"
-        with pytest.raises(ClientError) as failed:
-            getattr(client, _snake(operation))(ResourceARN=arn)
-        status = failed.value.response["ResponseMetadata"]["HTTPStatusCode"]
-        assert status == 500, f"{resources}: {service} {operation} now answers {status}: {error}"
-
-
-def _snake(operation: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in operation).lstrip("_")
+    (resources, error), *others = NOT_ON_THE_ENDPOINT.items()
+    assert not others, "one probe per entry: add the new entry's"
+    autoscaling = boto3.client(
+        "application-autoscaling",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        config=Config(retries={"max_attempts": 1}),
+    )
+    target = "arn:aws:application-autoscaling:us-east-1:123456789012:scalable-target/probe"
+    with pytest.raises(ClientError) as failed:
+        autoscaling.list_tags_for_resource(ResourceARN=target)
+    status = failed.value.response["ResponseMetadata"]["HTTPStatusCode"]
+    assert status == 500, f"{resources}: now answered {status}, was: {error}"
 
 
 class AgentNetwork:
