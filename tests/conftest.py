@@ -25,6 +25,7 @@ from objectlog.clock import ManualClock
 from objectlog.config import Config
 from objectlog.tools.embedded import EmbeddedAWS
 from objectlog.tools.gateway import LocalGateway, local_api
+from tests.e2e.early_deployment import EarlyDeployment
 
 KINDS = ("unit", "contract", "functional", "e2e")
 
@@ -57,6 +58,23 @@ def aws_endpoint() -> Iterator[str]:
     finally:
         os.environ.pop("AWS_ENDPOINT_URL", None)
         server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def early_deployment(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EarlyDeployment | None]:
+    """The Terraform deployment of tests/e2e/test_terraform.py, applied in the background from
+    the session's first test when a selected test uses it (tests/e2e/early_deployment.py)."""
+    if not any("deployed" in item.fixturenames for item in request.session.items):
+        yield None
+        return
+    endpoint = request.getfixturevalue("aws_endpoint")
+    deployment = EarlyDeployment(endpoint, tmp_path_factory.mktemp("deployment")).start()
+    try:
+        yield deployment
+    finally:
+        deployment.destroy()  # unless the deployed test already did
 
 
 @pytest.fixture

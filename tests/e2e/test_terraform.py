@@ -43,9 +43,10 @@ from objectlog.tools.deploy.policies import (
     role_statements,
     wildcard_match,
 )
-from objectlog.tools.deploy.terraform import Workspace, find_terraform, local_variables
+from objectlog.tools.deploy.terraform import Workspace, find_terraform
 from objectlog.tools.packaging import LAMBDA_UNZIPPED_LIMIT
 from objectlog.tools.project import find_project
+from tests.e2e.early_deployment import EarlyDeployment
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = find_project(REPO)
@@ -242,116 +243,19 @@ def test_calls_map_to_the_actions_iam_checks() -> None:
 
 
 @pytest.fixture
-def api_gateway_v2(aws_endpoint: str) -> None:
-    """The endpoint serves API Gateway v2, or the test is skipped saying why: LocalStack's
-    community edition answers it with 501 (a paid feature), and without Docker its Lambda
-    functions end in state Failed, so nothing of the deployment could run there."""
-    import boto3
-    from botocore.exceptions import ClientError
-
-    client = boto3.client("apigatewayv2", endpoint_url=aws_endpoint, region_name="us-east-1")
-    try:
-        client.get_apis()
-    except ClientError as e:
-        if e.response["ResponseMetadata"]["HTTPStatusCode"] != 501:
-            raise
-        pytest.skip(
-            "LocalStack community edition: API Gateway v2 is a paid feature (GetApis answers "
-            f"501: {e.response['Error'].get('Message', '')!r}) and Lambda needs Docker"
-        )
-
-
-@pytest.fixture
 def deployed(
-    aws_endpoint: str, api_gateway_v2: None, light_package: Path, tmp_path: Path
-) -> Iterator[tuple[Workspace, dict[str, Any]]]:
-    name = f"ol-e2e-{uuid.uuid4().hex[:8]}"
-    # GC and the delete grace at 0, so one scheduled run merges and deletes what it replaced.
-    settings = {"gc_min_age_ms": 0, "delete_grace_ms": 0}
-    assert_not_on_the_endpoint(aws_endpoint)
-    network = AgentNetwork(aws_endpoint)
-    agent = network.agent_variable() | {"autoscaling": False}  # NOT_ON_THE_ENDPOINT
-    workspace = Workspace(
-        name,
-        local_variables(aws_endpoint, name, light_package, settings=settings, agent=agent),
-        state_dir=tmp_path / "terraform",
-        project=PROJECT,
-    )
+    early_deployment: EarlyDeployment | None, aws_endpoint: str
+) -> Iterator[tuple[Workspace, dict[str, Any], Path]]:
+    """The deployment tests/conftest.py began applying when the session started (the apply
+    mostly waits on the provider's polling, so the suite runs meanwhile); destroyed here."""
+    assert early_deployment is not None, "tests/conftest.py starts it for every test using this"
+    workspace, outputs = early_deployment.result()
     try:
-        outputs = workspace.apply()
-        yield workspace, outputs
+        yield workspace, outputs, early_deployment.package_dir
     finally:
-        workspace.destroy()
-        network.delete()
+        early_deployment.destroy()
         _report({"timings_s": {k: round(v, 1) for k, v in workspace.timings.items()}})
     assert_destroyed(outputs, aws_endpoint)
-
-
-# What the embedded endpoint cannot create, with the error it gave; the deployment leaves it out
-# (agent.autoscaling = false) and assert_not_on_the_endpoint checks the error is still there.
-NOT_ON_THE_ENDPOINT = {
-    "aws_appautoscaling_target.agent, aws_appautoscaling_policy.agent_cpu and .agent_idle, "
-    "aws_cloudwatch_metric_alarm.agent_idle": (
-        "application-autoscaling ListTagsForResource answers HTTP 500 'The "
-        "list_tags_for_resource action has not been implemented' (moto 5.2); the provider reads "
-        "a scalable target's tags after creating it and retries the 500 until its timeout"
-    ),
-}
-
-
-def assert_not_on_the_endpoint(endpoint: str) -> None:
-    """The call NOT_ON_THE_ENDPOINT blames still fails: when the endpoint learns it, this
-    fails, and the resources go back into the applied deployment."""
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import ClientError
-
-    (resources, error), *others = NOT_ON_THE_ENDPOINT.items()
-    assert not others, "one probe per entry: add the new entry's"
-    autoscaling = boto3.client(
-        "application-autoscaling",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        config=Config(retries={"max_attempts": 1}),
-    )
-    target = "arn:aws:application-autoscaling:us-east-1:123456789012:scalable-target/probe"
-    with pytest.raises(ClientError) as failed:
-        autoscaling.list_tags_for_resource(ResourceARN=target)
-    status = failed.value.response["ResponseMetadata"]["HTTPStatusCode"]
-    assert status == 500, f"{resources}: now answered {status}, was: {error}"
-
-
-class AgentNetwork:
-    """What agent.tf takes from its caller: a VPC with two subnets and an ACM certificate."""
-
-    def __init__(self, endpoint: str) -> None:
-        import boto3
-
-        self.ec2 = boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1")
-        self.acm = boto3.client("acm", endpoint_url=endpoint, region_name="us-east-1")
-        self.vpc = self.ec2.create_vpc(CidrBlock="10.42.0.0/16")["Vpc"]["VpcId"]
-        self.subnets = [
-            self.ec2.create_subnet(
-                VpcId=self.vpc, CidrBlock=f"10.42.{i}.0/24", AvailabilityZone=f"us-east-1{zone}"
-            )["Subnet"]["SubnetId"]
-            for i, zone in enumerate("ab")
-        ]
-        certificate = self.acm.request_certificate(DomainName="kafka.objectlog.example")
-        self.certificate = certificate["CertificateArn"]
-
-    def agent_variable(self) -> dict[str, Any]:
-        return {
-            "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/objectlog-agent:e2e",
-            "vpc_id": self.vpc,
-            "subnet_ids": self.subnets,
-            "certificate_arn": self.certificate,
-        }
-
-    def delete(self) -> None:
-        self.acm.delete_certificate(CertificateArn=self.certificate)
-        for subnet in self.subnets:
-            self.ec2.delete_subnet(SubnetId=subnet)
-        self.ec2.delete_vpc(VpcId=self.vpc)
 
 
 def assert_destroyed(outputs: dict[str, Any], endpoint: str) -> None:
@@ -385,9 +289,9 @@ def _report(data: dict[str, Any]) -> None:
 
 
 def test_deployed_api_end_to_end(
-    deployed: tuple[Workspace, dict[str, Any]], aws_endpoint: str, light_package: Path
+    deployed: tuple[Workspace, dict[str, Any], Path], aws_endpoint: str
 ) -> None:
-    _, outputs = deployed
+    _, outputs, light_package = deployed
     started = time.monotonic()
     deployment = Deployment(outputs, [light_package], endpoint_url=aws_endpoint, project=PROJECT)
     functions = outputs["functions"]

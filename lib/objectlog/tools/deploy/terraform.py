@@ -100,6 +100,9 @@ class Workspace:
     timings: dict[str, float] = field(default_factory=dict)
     last_output: str = ""
     project: Project | None = None
+    # Terraform's environment beside its own settings: this process's at each run, unless given
+    # (a workspace driven from a thread while others change os.environ takes a copy).
+    environ: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.config_dir is None or self.state_dir is None:
@@ -119,7 +122,7 @@ class Workspace:
         assert self.state_dir is not None
         rc = self.state_dir / "terraform.rc"
         rc.write_text(cli_config(self.mirror))
-        env = dict(os.environ)
+        env = dict(os.environ if self.environ is None else self.environ)
         env.update(
             TF_CLI_CONFIG_FILE=str(rc),
             TF_DATA_DIR=str(self.state_dir / ".terraform"),
