@@ -38,7 +38,7 @@ from objectlog.compaction.compactor import MIB, CompactionSettings, PartitionRep
 from objectlog.compaction.gc import GcReport
 from objectlog.compaction.maintenance import MaintenanceReport, run_maintenance
 from objectlog.errors import InvalidRequest
-from objectlog.telemetry import logger, metrics, tracer
+from objectlog.telemetry import log_metrics, logger, metrics, tracer
 
 ENV_TARGET_MIB = "OBJECTLOG_COMPACT_TARGET_MIB"
 ENV_ROW_GROUP_MIB = "OBJECTLOG_COMPACT_ROW_GROUP_MIB"
@@ -245,7 +245,7 @@ def compact_handler(
     services = CompactServices(log_factory)
 
     @logger.inject_lambda_context
-    @metrics.log_metrics
+    @log_metrics
     @tracer.capture_lambda_handler
     def handler(event: Any, context: Any) -> dict[str, Any]:
         request = parse_event(event)
