@@ -10,6 +10,7 @@ class ErrorKind(Enum):
 
     INVALID = 400
     NOT_FOUND = 404
+    NOT_ACCEPTABLE = 406
     CONFLICT = 409
     OUT_OF_RANGE = 416
     TOO_LARGE = 413
@@ -160,6 +161,12 @@ class UnsupportedContentType(ObjectLogError):
     """The request's Content-Type is not one this route takes."""
 
     kind = ErrorKind.UNSUPPORTED_MEDIA_TYPE
+
+
+class NotAcceptable(ObjectLogError):
+    """The request's Accept header names no media type this route answers with."""
+
+    kind = ErrorKind.NOT_ACCEPTABLE
 
 
 class GroupNotFound(ObjectLogError):

@@ -25,6 +25,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
+from objectlog.http import rest_proxy
 from objectlog.http.group_routes import groups_router
 from objectlog.http.routes import (
     FETCH,
@@ -36,7 +37,7 @@ from objectlog.http.routes import (
     produce_router,
     topic_admin_router,
 )
-from objectlog.telemetry import logger, metrics, tracer
+from objectlog.telemetry import log_metrics, logger, metrics, tracer
 
 TITLE = "objectlog HTTP API"
 API_VERSION = "1.0.0"
@@ -57,23 +58,32 @@ def error_response(status: int, body: dict[str, Any]) -> Response:
     return Response(status, "application/json", json.dumps(body))
 
 
+def is_rest_proxy(path: str) -> bool:
+    return path == rest_proxy.BASE or path.startswith(f"{rest_proxy.BASE}/")
+
+
 def build_app(function: str, services: Services) -> APIGatewayHttpResolver:
     """The resolver for one function (PRODUCE or FETCH), or "all" for the whole API."""
     app = APIGatewayHttpResolver(enable_validation=True)
     if function in (PRODUCE, "all"):
-        app.include_router(topic_admin_router(services))
-        app.include_router(produce_router(services))
+        _include_produce_routes(app, services)
     if function in (FETCH, "all"):
         app.include_router(fetch_router(services))
         app.include_router(groups_router(services))
+        app.include_router(rest_proxy.metadata_router(services))
     if function == FETCH:
         # The fetch function serves the whole API's document; API Gateway sends it only the
         # GET routes, and its role may not write, so the other routes cannot run there.
-        app.include_router(topic_admin_router(services))
-        app.include_router(produce_router(services))
+        _include_produce_routes(app, services)
         _serve_docs(app)
     _map_errors(app)
     return app
+
+
+def _include_produce_routes(app: APIGatewayHttpResolver, services: Services) -> None:
+    app.include_router(topic_admin_router(services))
+    app.include_router(produce_router(services))
+    app.include_router(rest_proxy.produce_router(services))
 
 
 def _serve_docs(app: APIGatewayHttpResolver) -> None:
@@ -88,6 +98,12 @@ def _serve_docs(app: APIGatewayHttpResolver) -> None:
 def _map_errors(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(ObjectLogError)
     def objectlog_error(error: ObjectLogError) -> Response:
+        if is_rest_proxy(app.current_event.path):
+            status = error.kind.http_status
+            code = rest_proxy.error_code(error)
+            if status >= 500:
+                logger.warning("request failed", extra={"error": error.to_dict()})
+            return error_response(status, rest_proxy.error_body(status, error.message, code))
         if error.kind.http_status >= 500:
             logger.warning("request failed", extra={"error": error.to_dict()})
             body = error.to_dict() | {"request_id": _request_id(app)}
@@ -127,6 +143,17 @@ def _map_errors(app: APIGatewayHttpResolver) -> None:
     def not_found(_: Exception) -> Response:
         path = app.current_event.path
         allowed = allowed_methods(path)
+        if is_rest_proxy(path):
+            method = app.current_event.http_method
+            status, message = (
+                (405, f"{method} is not allowed on {path}")
+                if allowed
+                else (404, f"no route for {path}")
+            )
+            response = error_response(status, rest_proxy.error_body(status, message))
+            if allowed:
+                response.headers["Allow"] = ", ".join(allowed)
+            return response
         if allowed:
             response = error_response(
                 405,
@@ -168,6 +195,9 @@ def unsupported_body(event: dict[str, Any]) -> dict[str, Any] | None:
         return None
     headers = event.get("headers") or {}
     media_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
+    path = str(event.get("rawPath") or "")
+    if is_rest_proxy(path):
+        return _rest_proxy_unsupported_body(media_type)
     if media_type in ACCEPTED_BODY_TYPES:
         return None
     return {
@@ -185,6 +215,20 @@ def unsupported_body(event: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _rest_proxy_unsupported_body(media_type: str) -> dict[str, Any] | None:
+    """REST Proxy's routes take its own media types (the produce routes then pick the embedded
+    formats they accept, refusing the schema formats with REST Proxy's 415)."""
+    if media_type in rest_proxy.REQUEST_TYPES or media_type.startswith("application/vnd.kafka."):
+        return None
+    message = f"Content-Type {media_type or '(none)'} is not a REST Proxy v2 media type"
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(rest_proxy.error_body(415, message)),
+        "isBase64Encoded": False,
+    }
+
+
 def lambda_handler(
     function: str, log_factory: Callable[[], ObjectLog] = ObjectLog.connect
 ) -> Callable[..., Any]:
@@ -193,7 +237,7 @@ def lambda_handler(
     app = build_app(function, services)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-    @metrics.log_metrics
+    @log_metrics
     @tracer.capture_lambda_handler
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_metadata(key="function", value=function)

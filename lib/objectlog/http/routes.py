@@ -69,6 +69,14 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/groups/{group}/offsets", FETCH),
     ("POST", "/groups/{group}/offsets", FETCH),
     ("POST", "/groups/{group}/offsets/reset", FETCH),
+    # Confluent REST Proxy v2 under its own base path (http/rest_proxy.py)
+    ("GET", "/kafka/topics", FETCH),
+    ("GET", "/kafka/topics/{topic}", FETCH),
+    ("POST", "/kafka/topics/{topic}", PRODUCE),
+    ("GET", "/kafka/topics/{topic}/partitions", FETCH),
+    ("GET", "/kafka/topics/{topic}/partitions/{partition}", FETCH),
+    ("POST", "/kafka/topics/{topic}/partitions/{partition}", PRODUCE),
+    ("GET", "/kafka/topics/{topic}/partitions/{partition}/offsets", FETCH),
     ("GET", "/docs", FETCH),
     ("GET", "/openapi.json", FETCH),
 ]
@@ -163,7 +171,7 @@ def produce_router(services: Services) -> Router:
         ]
 
         def run() -> Outcome:
-            offsets, status = _produce(services, topic, records)
+            offsets, status = produce_and_wait(services, topic, records)
             return {"status": status, "body": {"offsets": offsets}}
 
         outcome = _once(router, services, "records", topic, run)
@@ -188,7 +196,7 @@ def produce_router(services: Services) -> Router:
                 f"use POST /topics/{{topic}}/records for application/json",
                 field="content-type",
             )
-        request = _parse(RestProxyProduceRequest, event.decoded_body)
+        request = parse_model(RestProxyProduceRequest, event.decoded_body)
         records = [
             dict(
                 key=b64decode(r.key, f"records[{i}].key"),
@@ -199,7 +207,7 @@ def produce_router(services: Services) -> Router:
         ]
 
         def run() -> Outcome:
-            offsets, status = _produce(services, topic, records)
+            offsets, status = produce_and_wait(services, topic, records)
             return {"status": status, "body": _rest_proxy_body(offsets)}
 
         outcome = _once(router, services, "rest-proxy", topic, run)
@@ -236,7 +244,7 @@ def _rest_proxy_body(offsets: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _parse(model: type[ModelT], body: str | None) -> ModelT:
+def parse_model(model: type[ModelT], body: str | None) -> ModelT:
     try:
         return model.model_validate_json(body or "")
     except ValidationError as e:
@@ -245,7 +253,7 @@ def _parse(model: type[ModelT], body: str | None) -> ModelT:
         raise InvalidRequest(f"{field or 'body'}: {first.get('msg')}", field=field) from None
 
 
-def _produce(
+def produce_and_wait(
     services: Services, topic: str, records: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], int]:
     """Validate every record first (a bad request stores nothing), then send and wait."""

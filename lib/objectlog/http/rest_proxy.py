@@ -1,0 +1,279 @@
+"""Confluent REST Proxy v2 under its own base path, /kafka (DESIGN.md section 13).
+
+REST Proxy clients are configured with ``<api>/kafka`` as their base URL and send what REST
+Proxy's documentation shows: produce in the binary and JSON embedded formats, topic and
+partition metadata in its shapes, its error bodies (``error_code``, ``message``). objectlog's
+own routes and their JSON are untouched. Formats that need a schema registry (avro,
+jsonschema, protobuf) answer 415.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from pydantic import BaseModel, ConfigDict, Field
+
+from objectlog.errors import (
+    ErrorKind,
+    InvalidRequest,
+    NotAcceptable,
+    ObjectLogError,
+    UnknownPartition,
+    UnsupportedContentType,
+)
+from objectlog.format.topics import PartitionInfo, TopicDescription
+from objectlog.http.models import MAX_RECORDS_PER_REQUEST, b64decode
+from objectlog.http.routes import Services, parse_model, produce_and_wait
+
+BASE = "/kafka"
+V2 = "application/vnd.kafka.v2+json"
+BINARY = "application/vnd.kafka.binary.v2+json"
+JSON = "application/vnd.kafka.json.v2+json"
+EMBEDDED_FORMATS = {BINARY: "binary", JSON: "json"}
+SCHEMA_FORMATS = ("avro", "jsonschema", "protobuf")  # need a schema registry: not offered
+RESPONSE_TYPES = (V2, "application/vnd.kafka+json", "application/json")
+REQUEST_TYPES = (BINARY, JSON, V2, "application/vnd.kafka+json", "application/json")
+
+# REST Proxy's error codes: the HTTP status, or the status and a sub-code where it has one.
+TOPIC_NOT_FOUND = 40401
+PARTITION_NOT_FOUND = 40402
+CONSUMER_INSTANCE_NOT_FOUND = 40403
+KAFKA_ERROR = 50002
+_CODES_BY_ERROR = {
+    "TopicNotFound": TOPIC_NOT_FOUND,
+    "UnknownPartition": PARTITION_NOT_FOUND,
+    "ConsumerInstanceNotFound": CONSUMER_INSTANCE_NOT_FOUND,
+}
+
+
+def error_code(error: ObjectLogError) -> int:
+    """REST Proxy's error_code for an objectlog error."""
+    code = _CODES_BY_ERROR.get(type(error).__name__)
+    if code is not None:
+        return code
+    if error.kind is ErrorKind.INVALID:
+        return 42201 if isinstance(error, InvalidRequest) else 400
+    return error.kind.http_status
+
+
+def error_body(status: int, message: str, code: int | None = None) -> dict[str, Any]:
+    return {"error_code": code or status, "message": message}
+
+
+class ProduceRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    key: Any = None
+    value: Any = None
+    partition: int | None = Field(default=None, ge=0, le=2**31 - 1)
+
+
+class ProduceBody(BaseModel):
+    """REST Proxy v2's produce body; key_schema and value_schema belong to the schema formats,
+    which are refused before this is parsed."""
+
+    model_config = ConfigDict(extra="ignore")
+    records: list[ProduceRecord] = Field(min_length=1, max_length=MAX_RECORDS_PER_REQUEST)
+
+
+def embedded_format(content_type: str | None) -> str:
+    """binary or json for a produce Content-Type; 415 for anything else."""
+    media_type = (content_type or "").split(";")[0].strip().lower()
+    if media_type in EMBEDDED_FORMATS:
+        return EMBEDDED_FORMATS[media_type]
+    if any(f"vnd.kafka.{name}." in media_type for name in SCHEMA_FORMATS):
+        raise UnsupportedContentType(
+            f"{media_type}: the schema formats (avro, jsonschema, protobuf) need a schema "
+            f"registry, which objectlog does not offer; send {BINARY} or {JSON}",
+            field="content-type",
+        )
+    raise UnsupportedContentType(
+        f"Content-Type {media_type or '(none)'} is not a REST Proxy v2 embedded format; "
+        f"send {BINARY} or {JSON}",
+        field="content-type",
+    )
+
+
+def response_type(accept: str | None) -> str:
+    """The media type of the answer: the first of REST Proxy's that Accept allows."""
+    if not accept:
+        return V2
+    wanted = [part.split(";")[0].strip().lower() for part in accept.split(",")]
+    for media_type in wanted:
+        if media_type in RESPONSE_TYPES:
+            return media_type
+        if media_type in ("*/*", "application/*"):
+            return V2
+    raise NotAcceptable(f"Accept {accept!r}: this API answers {', '.join(RESPONSE_TYPES)}")
+
+
+def encode_field(value: Any, format_: str, field: str) -> bytes | None:
+    """A produce key or value as the bytes stored: base64-decoded (binary) or the JSON's
+    UTF-8 bytes (json); null stays null (no key, or a tombstone)."""
+    if value is None:
+        return None
+    if format_ == "binary":
+        if not isinstance(value, str):
+            raise InvalidRequest(f"{field}: binary data is a base64 string", field=field)
+        return b64decode(value, field)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_field(data: bytes | None, format_: str, field: str) -> Any:
+    """A stored key or value as a consumer of format_ receives it."""
+    if data is None:
+        return None
+    if format_ == "binary":
+        return base64.b64encode(data).decode()
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise InvalidRequest(
+            f"{field} is not JSON; read it with a binary consumer", field=field
+        ) from None
+
+
+def produce_records(body: ProduceBody, format_: str, partition: int | None) -> list[dict[str, Any]]:
+    return [
+        dict(
+            key=encode_field(r.key, format_, f"records[{i}].key"),
+            value=encode_field(r.value, format_, f"records[{i}].value"),
+            partition=partition if partition is not None else r.partition,
+        )
+        for i, r in enumerate(body.records)
+    ]
+
+
+def produce_response(offsets: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "key_schema_id": None,
+        "value_schema_id": None,
+        "offsets": [
+            {
+                "partition": o["partition"],
+                "offset": o["offset"],
+                "error_code": None if o.get("error") is None else KAFKA_ERROR,
+                "error": o.get("message"),
+            }
+            for o in offsets
+        ],
+    }
+
+
+def partition_out(partition: int) -> dict[str, Any]:
+    """A partition as REST Proxy shows it: one logical broker (0) leads every partition."""
+    return {
+        "partition": partition,
+        "leader": 0,
+        "replicas": [{"broker": 0, "leader": True, "in_sync": True}],
+    }
+
+
+def topic_out(description: TopicDescription) -> dict[str, Any]:
+    return {
+        "name": description.topic.name,
+        "configs": {k: str(v) for k, v in description.topic.config.effective().items()},
+        "partitions": [partition_out(p.partition) for p in description.partitions],
+    }
+
+
+def partition_of(description: TopicDescription, partition: int) -> PartitionInfo:
+    for info in description.partitions:
+        if info.partition == partition:
+            return info
+    raise UnknownPartition(
+        f"topic {description.topic.name!r} has no partition {partition}", field="partition"
+    )
+
+
+def produce_router(services: Services) -> Router:
+    """POST /kafka/topics/{topic} and .../partitions/{partition} (the produce function)."""
+    router = Router()
+
+    def answer(topic: str, partition: int | None) -> Response[str]:
+        event = router.current_event
+        media_type = response_type(event.headers.get("accept"))
+        format_ = embedded_format(event.headers.get("content-type"))
+        body = parse_model(ProduceBody, event.decoded_body)
+        records = produce_records(body, format_, partition)
+        offsets, status = produce_and_wait(services, topic, records)
+        return Response(status, media_type, json.dumps(produce_response(offsets)))
+
+    @router.post(
+        f"{BASE}/topics/<topic>",
+        summary="REST Proxy v2: produce to a topic",
+        description=f"Content-Type {BINARY} (base64 keys and values) or {JSON} (JSON keys and "
+        "values, stored as their UTF-8 JSON bytes); records may name their partition.",
+        tags=["REST Proxy v2"],
+        enable_validation=False,  # the body is REST Proxy's, parsed by ProduceBody
+    )
+    def produce_to_topic(topic: str) -> Response[str]:
+        return answer(topic, None)
+
+    @router.post(
+        f"{BASE}/topics/<topic>/partitions/<partition>",
+        summary="REST Proxy v2: produce to one partition",
+        tags=["REST Proxy v2"],
+        enable_validation=False,
+    )
+    def produce_to_partition(topic: str, partition: str) -> Response[str]:
+        return answer(topic, _partition_number(partition))
+
+    return router
+
+
+def metadata_router(services: Services) -> Router:
+    """REST Proxy v2's topic and partition metadata (the fetch function)."""
+    router = Router()
+
+    def describe(topic: str) -> TopicDescription:
+        return services.log.describe_topic(topic)
+
+    def ok(body: Any) -> Response[str]:
+        media_type = response_type(router.current_event.headers.get("accept"))
+        return Response(200, media_type, json.dumps(body))
+
+    @router.get(f"{BASE}/topics", summary="REST Proxy v2: topic names", tags=["REST Proxy v2"])
+    def list_topics() -> Response[str]:
+        return ok(services.log.list_topics())
+
+    @router.get(f"{BASE}/topics/<topic>", summary="REST Proxy v2: a topic", tags=["REST Proxy v2"])
+    def get_topic(topic: str) -> Response[str]:
+        return ok(topic_out(describe(topic)))
+
+    @router.get(
+        f"{BASE}/topics/<topic>/partitions",
+        summary="REST Proxy v2: a topic's partitions",
+        tags=["REST Proxy v2"],
+    )
+    def get_partitions(topic: str) -> Response[str]:
+        return ok([partition_out(p.partition) for p in describe(topic).partitions])
+
+    @router.get(
+        f"{BASE}/topics/<topic>/partitions/<partition>",
+        summary="REST Proxy v2: a partition",
+        tags=["REST Proxy v2"],
+    )
+    def get_partition(topic: str, partition: str) -> Response[str]:
+        info = partition_of(describe(topic), _partition_number(partition))
+        return ok(partition_out(info.partition))
+
+    @router.get(
+        f"{BASE}/topics/<topic>/partitions/<partition>/offsets",
+        summary="REST Proxy v2: a partition's beginning and end offsets",
+        tags=["REST Proxy v2"],
+    )
+    def get_offsets(topic: str, partition: str) -> Response[str]:
+        info = partition_of(describe(topic), _partition_number(partition))
+        return ok({"beginning_offset": info.log_start_offset, "end_offset": info.high_watermark})
+
+    return router
+
+
+def _partition_number(text: str) -> int:
+    if not text.isdigit() or int(text) > 2**31 - 1:
+        raise InvalidRequest(f"partition {text!r} is not a partition number", field="partition")
+    return int(text)
