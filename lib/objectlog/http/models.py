@@ -272,3 +272,22 @@ class ResetOffsetsRequest(Strict):
 class ResetOffsetsResponse(BaseModel):
     offsets: list[CommittedOut]
     dry_run: bool
+
+
+REST_PROXY_KAFKA_ERROR = 50002  # REST Proxy's error_code for a record Kafka refused
+
+
+def rest_proxy_produce_response(offsets: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "key_schema_id": None,
+        "value_schema_id": None,
+        "offsets": [
+            {
+                "partition": o["partition"],
+                "offset": o["offset"],
+                "error_code": None if o.get("error") is None else REST_PROXY_KAFKA_ERROR,
+                "error": o.get("message"),
+            }
+            for o in offsets
+        ],
+    }

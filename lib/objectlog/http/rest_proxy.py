@@ -26,7 +26,7 @@ from objectlog.errors import (
     UnsupportedContentType,
 )
 from objectlog.format.topics import PartitionInfo, TopicDescription
-from objectlog.http.models import MAX_RECORDS_PER_REQUEST, b64decode
+from objectlog.http.models import MAX_RECORDS_PER_REQUEST, b64decode, rest_proxy_produce_response
 from objectlog.http.routes import Services, parse_model, produce_and_wait
 
 BASE = "/kafka"
@@ -42,7 +42,6 @@ REQUEST_TYPES = (BINARY, JSON, V2, "application/vnd.kafka+json", "application/js
 TOPIC_NOT_FOUND = 40401
 PARTITION_NOT_FOUND = 40402
 CONSUMER_INSTANCE_NOT_FOUND = 40403
-KAFKA_ERROR = 50002
 _CODES_BY_ERROR = {
     "TopicNotFound": TOPIC_NOT_FOUND,
     "UnknownPartition": PARTITION_NOT_FOUND,
@@ -147,22 +146,6 @@ def produce_records(body: ProduceBody, format_: str, partition: int | None) -> l
     ]
 
 
-def produce_response(offsets: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "key_schema_id": None,
-        "value_schema_id": None,
-        "offsets": [
-            {
-                "partition": o["partition"],
-                "offset": o["offset"],
-                "error_code": None if o.get("error") is None else KAFKA_ERROR,
-                "error": o.get("message"),
-            }
-            for o in offsets
-        ],
-    }
-
-
 def partition_out(partition: int) -> dict[str, Any]:
     """A partition as REST Proxy shows it: one logical broker (0) leads every partition."""
     return {
@@ -200,7 +183,7 @@ def produce_router(services: Services) -> Router:
         body = parse_model(ProduceBody, event.decoded_body)
         records = produce_records(body, format_, partition)
         offsets, status = produce_and_wait(services, topic, records)
-        return Response(status, media_type, json.dumps(produce_response(offsets)))
+        return Response(status, media_type, json.dumps(rest_proxy_produce_response(offsets)))
 
     @router.post(
         f"{BASE}/topics/<topic>",

@@ -40,6 +40,7 @@ from objectlog.http.models import (
     TopicOut,
     b64decode,
     record_out,
+    rest_proxy_produce_response,
 )
 from objectlog.telemetry import metrics
 
@@ -208,7 +209,7 @@ def produce_router(services: Services) -> Router:
 
         def run() -> Outcome:
             offsets, status = produce_and_wait(services, topic, records)
-            return {"status": status, "body": _rest_proxy_body(offsets)}
+            return {"status": status, "body": rest_proxy_produce_response(offsets)}
 
         outcome = _once(router, services, "rest-proxy", topic, run)
         return Response(outcome["status"], REST_PROXY_BINARY, json.dumps(outcome["body"]))
@@ -226,22 +227,6 @@ def _once(
         return run()
     body = event.decoded_body or ""
     return services.idempotency.run(key, route, topic, body, run, router.lambda_context)
-
-
-def _rest_proxy_body(offsets: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "key_schema_id": None,
-        "value_schema_id": None,
-        "offsets": [
-            {
-                "partition": o["partition"],
-                "offset": o["offset"],
-                "error_code": None if o.get("error") is None else 50002,
-                "error": o.get("message"),
-            }
-            for o in offsets
-        ],
-    }
 
 
 def parse_model(model: type[ModelT], body: str | None) -> ModelT:
