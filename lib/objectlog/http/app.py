@@ -98,17 +98,15 @@ def _serve_docs(app: APIGatewayHttpResolver) -> None:
 def _map_errors(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(ObjectLogError)
     def objectlog_error(error: ObjectLogError) -> Response:
-        if is_rest_proxy(app.current_event.path):
-            status = error.kind.http_status
-            code = rest_proxy.error_code(error)
-            if status >= 500:
-                logger.warning("request failed", extra={"error": error.to_dict()})
-            return error_response(status, rest_proxy.error_body(status, error.message, code))
-        if error.kind.http_status >= 500:
+        status = error.kind.http_status
+        if status >= 500:
             logger.warning("request failed", extra={"error": error.to_dict()})
-            body = error.to_dict() | {"request_id": _request_id(app)}
-            return error_response(error.kind.http_status, body)
-        return error_response(error.kind.http_status, error.to_dict())
+        if is_rest_proxy(app.current_event.path):
+            code = rest_proxy.error_code(error)
+            return error_response(status, rest_proxy.error_body(status, error.message, code))
+        if status >= 500:
+            return error_response(status, error.to_dict() | {"request_id": _request_id(app)})
+        return error_response(status, error.to_dict())
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(error: RequestValidationError) -> Response:
@@ -143,28 +141,18 @@ def _map_errors(app: APIGatewayHttpResolver) -> None:
     def not_found(_: Exception) -> Response:
         path = app.current_event.path
         allowed = allowed_methods(path)
-        if is_rest_proxy(path):
-            method = app.current_event.http_method
-            status, message = (
-                (405, f"{method} is not allowed on {path}")
-                if allowed
-                else (404, f"no route for {path}")
-            )
-            response = error_response(status, rest_proxy.error_body(status, message))
-            if allowed:
-                response.headers["Allow"] = ", ".join(allowed)
-            return response
         if allowed:
-            response = error_response(
-                405,
-                {
-                    "error": "MethodNotAllowed",
-                    "message": f"{app.current_event.http_method} is not allowed on {path}",
-                },
-            )
+            status, error = 405, "MethodNotAllowed"
+            message = f"{app.current_event.http_method} is not allowed on {path}"
+        else:
+            status, error, message = 404, "NotFound", f"no route for {path}"
+        if is_rest_proxy(path):
+            response = error_response(status, rest_proxy.error_body(status, message))
+        else:
+            response = error_response(status, {"error": error, "message": message})
+        if allowed:
             response.headers["Allow"] = ", ".join(allowed)
-            return response
-        return error_response(404, {"error": "NotFound", "message": f"no route for {path}"})
+        return response
 
     @app.exception_handler(Exception)
     def unexpected(error: Exception) -> Response:
@@ -193,38 +181,35 @@ def unsupported_body(event: dict[str, Any]) -> dict[str, Any] | None:
     """
     if not event.get("body"):
         return None
-    headers = event.get("headers") or {}
-    media_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
-    path = str(event.get("rawPath") or "")
-    if is_rest_proxy(path):
-        return _rest_proxy_unsupported_body(media_type)
+    media_type = rest_proxy.media_type((event.get("headers") or {}).get("content-type"))
+    if is_rest_proxy(str(event.get("rawPath") or "")):
+        # REST Proxy's routes take its own media types; its produce routes then pick the
+        # embedded formats they accept, refusing the schema formats with REST Proxy's 415.
+        if media_type in rest_proxy.REQUEST_TYPES or media_type.startswith(
+            "application/vnd.kafka."
+        ):
+            return None
+        message = f"Content-Type {media_type or '(none)'} is not a REST Proxy v2 media type"
+        return _lambda_json(415, rest_proxy.error_body(415, message))
     if media_type in ACCEPTED_BODY_TYPES:
         return None
-    return {
-        "statusCode": 415,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(
-            {
-                "error": "UnsupportedContentType",
-                "message": f"Content-Type {media_type or '(none)'} is not accepted; "
-                "send application/json",
-                "field": "content-type",
-            }
-        ),
-        "isBase64Encoded": False,
-    }
+    return _lambda_json(
+        415,
+        {
+            "error": "UnsupportedContentType",
+            "message": f"Content-Type {media_type or '(none)'} is not accepted; "
+            "send application/json",
+            "field": "content-type",
+        },
+    )
 
 
-def _rest_proxy_unsupported_body(media_type: str) -> dict[str, Any] | None:
-    """REST Proxy's routes take its own media types (the produce routes then pick the embedded
-    formats they accept, refusing the schema formats with REST Proxy's 415)."""
-    if media_type in rest_proxy.REQUEST_TYPES or media_type.startswith("application/vnd.kafka."):
-        return None
-    message = f"Content-Type {media_type or '(none)'} is not a REST Proxy v2 media type"
+def _lambda_json(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    """A JSON answer in the Lambda proxy result shape."""
     return {
-        "statusCode": 415,
+        "statusCode": status,
         "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(rest_proxy.error_body(415, message)),
+        "body": json.dumps(body),
         "isBase64Encoded": False,
     }
 

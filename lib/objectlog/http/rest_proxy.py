@@ -9,7 +9,6 @@ jsonschema, protobuf) answer 415.
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
@@ -22,6 +21,7 @@ from objectlog.errors import (
     InvalidRequest,
     NotAcceptable,
     ObjectLogError,
+    TopicNotFound,
     UnknownPartition,
     UnsupportedContentType,
 )
@@ -41,21 +41,20 @@ REQUEST_TYPES = (BINARY, JSON, V2, "application/vnd.kafka+json", "application/js
 # REST Proxy's error codes: the HTTP status, or the status and a sub-code where it has one.
 TOPIC_NOT_FOUND = 40401
 PARTITION_NOT_FOUND = 40402
-CONSUMER_INSTANCE_NOT_FOUND = 40403
-_CODES_BY_ERROR = {
-    "TopicNotFound": TOPIC_NOT_FOUND,
-    "UnknownPartition": PARTITION_NOT_FOUND,
-    "ConsumerInstanceNotFound": CONSUMER_INSTANCE_NOT_FOUND,
-}
+INVALID_REQUEST = 42201
+_SUB_CODES: tuple[tuple[type[ObjectLogError], int], ...] = (
+    (TopicNotFound, TOPIC_NOT_FOUND),
+    (UnknownPartition, PARTITION_NOT_FOUND),
+)
 
 
 def error_code(error: ObjectLogError) -> int:
     """REST Proxy's error_code for an objectlog error."""
-    code = _CODES_BY_ERROR.get(type(error).__name__)
-    if code is not None:
-        return code
+    for error_type, code in _SUB_CODES:
+        if isinstance(error, error_type):
+            return code
     if error.kind is ErrorKind.INVALID:
-        return 42201 if isinstance(error, InvalidRequest) else 400
+        return INVALID_REQUEST if isinstance(error, InvalidRequest) else 400
     return error.kind.http_status
 
 
@@ -78,19 +77,24 @@ class ProduceBody(BaseModel):
     records: list[ProduceRecord] = Field(min_length=1, max_length=MAX_RECORDS_PER_REQUEST)
 
 
+def media_type(header: str | None) -> str:
+    """The media type of a Content-Type or Accept entry, without parameters, lower case."""
+    return (header or "").split(";")[0].strip().lower()
+
+
 def embedded_format(content_type: str | None) -> str:
     """binary or json for a produce Content-Type; 415 for anything else."""
-    media_type = (content_type or "").split(";")[0].strip().lower()
-    if media_type in EMBEDDED_FORMATS:
-        return EMBEDDED_FORMATS[media_type]
-    if any(f"vnd.kafka.{name}." in media_type for name in SCHEMA_FORMATS):
+    given = media_type(content_type)
+    if given in EMBEDDED_FORMATS:
+        return EMBEDDED_FORMATS[given]
+    if any(f"vnd.kafka.{name}." in given for name in SCHEMA_FORMATS):
         raise UnsupportedContentType(
-            f"{media_type}: the schema formats (avro, jsonschema, protobuf) need a schema "
+            f"{given}: the schema formats (avro, jsonschema, protobuf) need a schema "
             f"registry, which objectlog does not offer; send {BINARY} or {JSON}",
             field="content-type",
         )
     raise UnsupportedContentType(
-        f"Content-Type {media_type or '(none)'} is not a REST Proxy v2 embedded format; "
+        f"Content-Type {given or '(none)'} is not a REST Proxy v2 embedded format; "
         f"send {BINARY} or {JSON}",
         field="content-type",
     )
@@ -100,11 +104,10 @@ def response_type(accept: str | None) -> str:
     """The media type of the answer: the first of REST Proxy's that Accept allows."""
     if not accept:
         return V2
-    wanted = [part.split(";")[0].strip().lower() for part in accept.split(",")]
-    for media_type in wanted:
-        if media_type in RESPONSE_TYPES:
-            return media_type
-        if media_type in ("*/*", "application/*"):
+    for wanted in (media_type(part) for part in accept.split(",")):
+        if wanted in RESPONSE_TYPES:
+            return wanted
+        if wanted in ("*/*", "application/*"):
             return V2
     raise NotAcceptable(f"Accept {accept!r}: this API answers {', '.join(RESPONSE_TYPES)}")
 
@@ -119,20 +122,6 @@ def encode_field(value: Any, format_: str, field: str) -> bytes | None:
             raise InvalidRequest(f"{field}: binary data is a base64 string", field=field)
         return b64decode(value, field)
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def decode_field(data: bytes | None, format_: str, field: str) -> Any:
-    """A stored key or value as a consumer of format_ receives it."""
-    if data is None:
-        return None
-    if format_ == "binary":
-        return base64.b64encode(data).decode()
-    try:
-        return json.loads(data)
-    except ValueError:
-        raise InvalidRequest(
-            f"{field} is not JSON; read it with a binary consumer", field=field
-        ) from None
 
 
 def produce_records(body: ProduceBody, format_: str, partition: int | None) -> list[dict[str, Any]]:
@@ -178,12 +167,12 @@ def produce_router(services: Services) -> Router:
 
     def answer(topic: str, partition: int | None) -> Response[str]:
         event = router.current_event
-        media_type = response_type(event.headers.get("accept"))
+        answer_type = response_type(event.headers.get("accept"))
         format_ = embedded_format(event.headers.get("content-type"))
         body = parse_model(ProduceBody, event.decoded_body)
         records = produce_records(body, format_, partition)
         offsets, status = produce_and_wait(services, topic, records)
-        return Response(status, media_type, json.dumps(rest_proxy_produce_response(offsets)))
+        return Response(status, answer_type, json.dumps(rest_proxy_produce_response(offsets)))
 
     @router.post(
         f"{BASE}/topics/<topic>",
@@ -216,8 +205,8 @@ def metadata_router(services: Services) -> Router:
         return services.log.describe_topic(topic)
 
     def ok(body: Any) -> Response[str]:
-        media_type = response_type(router.current_event.headers.get("accept"))
-        return Response(200, media_type, json.dumps(body))
+        answer_type = response_type(router.current_event.headers.get("accept"))
+        return Response(200, answer_type, json.dumps(body))
 
     @router.get(f"{BASE}/topics", summary="REST Proxy v2: topic names", tags=["REST Proxy v2"])
     def list_topics() -> Response[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import boto3
@@ -31,26 +31,12 @@ class CallRecorder:
         self.counts: dict[str, int] = defaultdict(int)
         self.async_counts: dict[str, int] = defaultdict(int)  # from aioboto3 clients
 
-    @contextmanager
-    def recording(self, function: str) -> Iterator[None]:
-        global _ACTIVE
-        previous = _ACTIVE
-        _ACTIVE = (self, function)
-        try:
-            yield
-        finally:
-            _ACTIVE = previous
+    def recording(self, function: str) -> AbstractContextManager[None]:
+        return _active((self, function))
 
-    @contextmanager
-    def paused(self) -> Iterator[None]:
+    def paused(self) -> AbstractContextManager[None]:
         """Nobody's calls recorded for the duration (the harness's own, amid a recording)."""
-        global _ACTIVE
-        previous = _ACTIVE
-        _ACTIVE = None
-        try:
-            yield
-        finally:
-            _ACTIVE = previous
+        return _active(None)
 
     def record(
         self, function: str, service: str, operation: str, params: Mapping[str, Any], region: str
@@ -71,6 +57,20 @@ def _in_event_loop() -> bool:
 
 
 _ACTIVE: tuple[CallRecorder, str] | None = None
+
+
+@contextmanager
+def _active(active: tuple[CallRecorder, str] | None) -> Iterator[None]:
+    """Whose calls are recorded for the duration (None: nobody's)."""
+    global _ACTIVE
+    previous = _ACTIVE
+    _ACTIVE = active
+    try:
+        yield
+    finally:
+        _ACTIVE = previous
+
+
 HOOK_ID = "objectlog-deploy-recorder"
 
 
