@@ -42,26 +42,11 @@ resource "aws_cloudwatch_log_group" "agent" {
 
 # ---- IAM: the task role (objectlog's calls) and the execution role (image, logs) ------------
 
-data "aws_iam_policy_document" "assume_ecs_tasks" {
-  statement {
-    actions = ["sts:AssumeRole"]
-    principals {
-      type        = "Service"
-      identifiers = ["ecs-tasks.amazonaws.com"]
-    }
-    condition {
-      test     = "StringEquals"
-      variable = "aws:SourceAccount"
-      values   = [local.account_id]
-    }
-  }
-}
-
 resource "aws_iam_role" "agent_task" {
   count              = local.agent ? 1 : 0
   name               = "${var.name}-kafka-agent-task"
   description        = "objectlog Kafka agent tasks: the produce and fetch paths' calls"
-  assume_role_policy = data.aws_iam_policy_document.assume_ecs_tasks.json
+  assume_role_policy = data.aws_iam_policy_document.assume["ecs-tasks"].json
   tags               = local.tags
 }
 
@@ -108,7 +93,7 @@ resource "aws_iam_role" "agent_execution" {
   count              = local.agent ? 1 : 0
   name               = "${var.name}-kafka-agent-execution"
   description        = "ECS pulls the Kafka agent's image and writes its logs"
-  assume_role_policy = data.aws_iam_policy_document.assume_ecs_tasks.json
+  assume_role_policy = data.aws_iam_policy_document.assume["ecs-tasks"].json
   tags               = local.tags
 }
 

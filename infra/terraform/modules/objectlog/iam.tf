@@ -6,12 +6,15 @@
 # Logs, X-Ray, and KMS on the customer key when one is configured). Keep the two in step:
 # a new AWS call in lib/objectlog needs its action here, and an action nothing calls goes.
 
-data "aws_iam_policy_document" "assume_lambda" {
+# Who may assume the module's roles: a service of this account (the functions' Lambda, the
+# Kafka agent's ECS tasks).
+data "aws_iam_policy_document" "assume" {
+  for_each = toset(["lambda", "ecs-tasks"])
   statement {
     actions = ["sts:AssumeRole"]
     principals {
       type        = "Service"
-      identifiers = ["lambda.amazonaws.com"]
+      identifiers = ["${each.key}.amazonaws.com"]
     }
     condition {
       test     = "StringEquals"
@@ -25,7 +28,7 @@ resource "aws_iam_role" "function" {
   for_each           = local.functions
   name               = "${var.name}-${each.key}"
   description        = "objectlog ${each.key} function"
-  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
+  assume_role_policy = data.aws_iam_policy_document.assume["lambda"].json
   tags               = local.tags
 }
 
