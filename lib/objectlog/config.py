@@ -20,6 +20,8 @@ ENV_CATALOG = "OBJECTLOG_CATALOG"  # "glue", or a SQL catalog's URI (sqlite:///p
 ENV_TABLE_NAMESPACE = "OBJECTLOG_TABLE_NAMESPACE"
 # A directory holding the bucket's objects (a local copy) instead of S3; DynamoDB stays.
 ENV_OBJECTS_DIR = "OBJECTLOG_OBJECTS_DIR"
+# REST Proxy's consumer.instance.timeout.ms: how long an idle consumer instance lives.
+ENV_CONSUMER_INSTANCE_TIMEOUT_MS = "OBJECTLOG_CONSUMER_INSTANCE_TIMEOUT_MS"
 DEFAULT_TABLE_NAMESPACE = "objectlog"
 
 DEFAULT_BUCKET = "objectlog"
@@ -51,6 +53,7 @@ class Config:
     catalog: str | None = None
     table_namespace: str = DEFAULT_TABLE_NAMESPACE
     objects_dir: str | None = None
+    consumer_instance_timeout_ms: int = 300_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Config:
@@ -68,6 +71,7 @@ class Config:
             catalog=env.get(ENV_CATALOG) or None,
             table_namespace=env.get(ENV_TABLE_NAMESPACE, DEFAULT_TABLE_NAMESPACE),
             objects_dir=env.get(ENV_OBJECTS_DIR) or None,
+            consumer_instance_timeout_ms=int(env.get(ENV_CONSUMER_INSTANCE_TIMEOUT_MS, "300000")),
         )
         return replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
 

@@ -209,3 +209,29 @@ class LeaseLost(ObjectLogError):
     """Another holder took the lease (it expired, or was fenced): stop working under it."""
 
     kind = ErrorKind.CONFLICT
+
+
+class ConsumerInstanceNotFound(ObjectLogError):
+    """The REST Proxy consumer instance does not exist (deleted, or idle past its timeout)."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
+class ConsumerInstanceExists(ObjectLogError):
+    """A consumer instance of that name already exists in the group."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class ConsumerFormatMismatch(NotAcceptable):
+    """The embedded format asked for is not the consumer instance's format."""
+
+
+class RecordNotJson(ObjectLogError):
+    """A json consumer instance reached a record whose key or value is not JSON."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class InvalidConsumerConfig(InvalidRequest):
+    """A consumer instance's settings are not valid."""

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
+from objectlog.clients.consumer_state import ConsumerState
 from objectlog.clients.values import Offsets
 from objectlog.errors import InvalidRequest, ObjectLogError, OffsetOutOfRange, UnknownMemberId
 from objectlog.format.records import Record
@@ -239,15 +240,20 @@ class Consumer:
 
     # ---- poll --------------------------------------------------------------------------
 
-    def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[Record]:
-        """Records from the assigned partitions; waits up to timeout seconds for some."""
+    def poll(
+        self, timeout: float = 1.0, max_records: int | None = None, max_bytes: int | None = None
+    ) -> list[Record]:
+        """Records from the assigned partitions; waits up to timeout seconds for some.
+
+        max_bytes bounds the keys and values returned (at least one record is, as in Kafka).
+        """
         self._check_open()
         limit = max_records or self.max_poll_records
         deadline = time.monotonic() + max(0.0, timeout)
         backoff = POLL_BACKOFF_START_S
         while True:
             self._maintain()
-            records = self._fetch_once(limit)
+            records = self._fetch_once(limit, max_bytes)
             now = time.monotonic()
             if records or now >= deadline:
                 return records
@@ -255,7 +261,7 @@ class Consumer:
             time.sleep(max(0.0, wake - now))
             backoff = min(backoff * 2, POLL_BACKOFF_MAX_S)
 
-    def _fetch_once(self, limit: int) -> list[Record]:
+    def _fetch_once(self, limit: int, max_bytes: int | None = None) -> list[Record]:
         partitions = sorted(tp for tp in self._owned if tp not in self._paused)
         if not partitions:
             return []
@@ -263,10 +269,14 @@ class Consumer:
         start = self._rotation % len(partitions)  # no partition starves when limits cut
         self._rotation += 1
         partitions = partitions[start:] + partitions[:start]
-        results = self._fetch(partitions, limit)
+        results = self._fetch(partitions, limit, max_bytes)
         records: list[Record] = []
+        budget = max_bytes
         for tp, result in zip(partitions, results, strict=True):
             taken = result.records[: limit - len(records)]
+            if budget is not None:
+                taken = _within(taken, budget, at_least_one=not records)
+                budget -= sum(_record_bytes(r) for r in taken)
             records.extend(taken)
             if len(taken) < len(result.records):  # the poll's limit cut this partition short
                 if taken:
@@ -275,16 +285,14 @@ class Consumer:
                 self._positions[tp] = result.next_offset  # past compaction gaps too
         return records
 
-    def _fetch(self, partitions: list[TopicPartition], limit: int) -> list[FetchResult]:
+    def _fetch(
+        self, partitions: list[TopicPartition], limit: int, max_bytes: int | None
+    ) -> list[FetchResult]:
+        partition_bytes = min(self.max_partition_fetch_bytes, max_bytes or 1 << 62)
+
         def requests() -> list[FetchRequest]:
             return [
-                FetchRequest(
-                    tp.topic,
-                    tp.partition,
-                    self._positions[tp],
-                    self.max_partition_fetch_bytes,
-                    limit,
-                )
+                FetchRequest(tp.topic, tp.partition, self._positions[tp], partition_bytes, limit)
                 for tp in partitions
             ]
 
@@ -524,6 +532,32 @@ class Consumer:
             self._membership = None
             self._drop(owned)
 
+    # ---- state kept outside the process -------------------------------------------------
+
+    def state(self) -> ConsumerState:
+        """What this consumer carries between polls (restore() takes it back)."""
+        return ConsumerState(
+            subscription=self._subscription,
+            membership=self._membership,
+            owned=frozenset(self._owned),
+            positions=dict(self._positions),
+            paused=frozenset(self._paused),
+            committed=dict(self._committed_positions),
+            heartbeat_due_ms=_wall_ms(self._next_heartbeat),
+            auto_commit_due_ms=_wall_ms(self._next_auto_commit),
+        )
+
+    def restore(self, state: ConsumerState) -> None:
+        """Continue where the consumer that gave this state stopped (in any process)."""
+        self._subscription = state.subscription
+        self._membership = state.membership
+        self._owned = set(state.owned)
+        self._positions = dict(state.positions)
+        self._paused = set(state.paused)
+        self._committed_positions = dict(state.committed)
+        self._next_heartbeat = _monotonic_s(state.heartbeat_due_ms)
+        self._next_auto_commit = _monotonic_s(state.auto_commit_due_ms)
+
     # ---- lifecycle ---------------------------------------------------------------------
 
     def close(self) -> None:
@@ -560,3 +594,25 @@ class Consumer:
         if partitions is None:
             return sorted(self._owned)
         return [self._owned_partition(tp) for tp in partitions]
+
+
+def _record_bytes(record: Record) -> int:
+    return len(record.key or b"") + len(record.value or b"")
+
+
+def _within(records: list[Record], budget: int, *, at_least_one: bool) -> list[Record]:
+    """The leading records whose keys and values fit the byte budget."""
+    used = 0
+    for i, record in enumerate(records):
+        used += _record_bytes(record)
+        if used > budget and not (at_least_one and i == 0):
+            return records[:i]
+    return records
+
+
+def _wall_ms(monotonic_s: float) -> int:
+    return int((time.time() + monotonic_s - time.monotonic()) * 1000)
+
+
+def _monotonic_s(wall_ms: int) -> float:
+    return time.monotonic() + wall_ms / 1000 - time.time()

@@ -27,6 +27,7 @@ from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
 from objectlog.http import rest_proxy
 from objectlog.http.group_routes import groups_router
+from objectlog.http.rest_consumers import consumers_router
 from objectlog.http.routes import (
     FETCH,
     PRODUCE,
@@ -71,6 +72,7 @@ def build_app(function: str, services: Services) -> APIGatewayHttpResolver:
         app.include_router(fetch_router(services))
         app.include_router(groups_router(services))
         app.include_router(rest_proxy.metadata_router(services))
+        app.include_router(consumers_router(services))
     if function == FETCH:
         # The fetch function serves the whole API's document; API Gateway sends it only the
         # GET routes, and its role may not write, so the other routes cannot run there.
@@ -113,11 +115,16 @@ def _map_errors(app: APIGatewayHttpResolver) -> None:
         problems = error.errors()
         first = problems[0] if problems else {}
         location = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        status = 422 if first.get("type") != "json_invalid" else 400
+        message = f"{location or 'request'}: {first.get('msg', 'invalid')}"
+        if is_rest_proxy(app.current_event.path):
+            code = rest_proxy.INVALID_REQUEST if status == 422 else status
+            return error_response(status, rest_proxy.error_body(status, message, code))
         return error_response(
-            422 if first.get("type") != "json_invalid" else 400,
+            status,
             {
                 "error": "InvalidRequest",
-                "message": f"{location or 'request'}: {first.get('msg', 'invalid')}",
+                "message": message,
                 "field": location or None,
                 "problems": [
                     {"field": ".".join(str(p) for p in e.get("loc", ())), "message": e.get("msg")}
@@ -158,6 +165,9 @@ def _map_errors(app: APIGatewayHttpResolver) -> None:
     def unexpected(error: Exception) -> Response:
         request_id = _request_id(app)
         logger.exception("unhandled error", extra={"request_id": request_id})
+        message = f"internal error (request id {request_id})"
+        if is_rest_proxy(app.current_event.path):
+            return error_response(500, rest_proxy.error_body(500, message))
         return error_response(
             500, {"error": "InternalError", "message": "internal error", "request_id": request_id}
         )

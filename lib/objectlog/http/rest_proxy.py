@@ -17,10 +17,15 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field
 
 from objectlog.errors import (
+    ConsumerFormatMismatch,
+    ConsumerInstanceExists,
+    ConsumerInstanceNotFound,
     ErrorKind,
+    InvalidConsumerConfig,
     InvalidRequest,
     NotAcceptable,
     ObjectLogError,
+    RecordNotJson,
     TopicNotFound,
     UnknownPartition,
     UnsupportedContentType,
@@ -45,6 +50,11 @@ INVALID_REQUEST = 42201
 _SUB_CODES: tuple[tuple[type[ObjectLogError], int], ...] = (
     (TopicNotFound, TOPIC_NOT_FOUND),
     (UnknownPartition, PARTITION_NOT_FOUND),
+    (ConsumerInstanceNotFound, 40403),
+    (ConsumerFormatMismatch, 40601),
+    (ConsumerInstanceExists, 40902),
+    (RecordNotJson, 40903),  # REST Proxy's "illegal state"
+    (InvalidConsumerConfig, 42204),
 )
 
 

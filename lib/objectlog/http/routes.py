@@ -17,6 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
 from objectlog.clients.direct import ObjectLog
+from objectlog.clients.instances import ConsumerInstances
 from objectlog.clients.producer import Producer
 from objectlog.errors import (
     InvalidRequest,
@@ -78,6 +79,19 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/kafka/topics/{topic}/partitions/{partition}", FETCH),
     ("POST", "/kafka/topics/{topic}/partitions/{partition}", PRODUCE),
     ("GET", "/kafka/topics/{topic}/partitions/{partition}/offsets", FETCH),
+    ("POST", "/kafka/consumers/{group}", FETCH),
+    ("DELETE", "/kafka/consumers/{group}/instances/{instance}", FETCH),
+    ("POST", "/kafka/consumers/{group}/instances/{instance}/subscription", FETCH),
+    ("GET", "/kafka/consumers/{group}/instances/{instance}/subscription", FETCH),
+    ("DELETE", "/kafka/consumers/{group}/instances/{instance}/subscription", FETCH),
+    ("POST", "/kafka/consumers/{group}/instances/{instance}/assignments", FETCH),
+    ("GET", "/kafka/consumers/{group}/instances/{instance}/assignments", FETCH),
+    ("POST", "/kafka/consumers/{group}/instances/{instance}/positions", FETCH),
+    ("POST", "/kafka/consumers/{group}/instances/{instance}/positions/beginning", FETCH),
+    ("POST", "/kafka/consumers/{group}/instances/{instance}/positions/end", FETCH),
+    ("GET", "/kafka/consumers/{group}/instances/{instance}/records", FETCH),
+    ("POST", "/kafka/consumers/{group}/instances/{instance}/offsets", FETCH),
+    ("GET", "/kafka/consumers/{group}/instances/{instance}/offsets", FETCH),
     ("GET", "/docs", FETCH),
     ("GET", "/openapi.json", FETCH),
 ]
@@ -97,6 +111,7 @@ class Services:
     _log: ObjectLog | None = None
     _producer: Producer | None = None
     _idempotency: IdempotentRunner | None = None
+    _consumer_instances: ConsumerInstances | None = None
 
     @property
     def log(self) -> ObjectLog:
@@ -115,6 +130,12 @@ class Services:
         if self._idempotency is None:
             self._idempotency = IdempotentRunner(self.log)
         return self._idempotency
+
+    @property
+    def consumer_instances(self) -> ConsumerInstances:
+        if self._consumer_instances is None:
+            self._consumer_instances = ConsumerInstances(self.log)
+        return self._consumer_instances
 
     def close(self) -> None:
         if self._producer is not None:

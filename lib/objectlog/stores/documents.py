@@ -2,7 +2,9 @@
 version read (optimistic concurrency), for state whose shape is its owner's business (the
 Kafka agent's classic consumer groups).
 
-    doc#<kind>#<name> / doc    v (version, from 1), body (JSON text)
+    doc#<kind>#<name> / doc    v (version, from 1), body (JSON text),
+                               expiration (epoch seconds, optional: DynamoDB's TTL removes
+                               a document its owner abandoned; owners check expiry themselves)
 
 MemoryDocumentStore (below) is the in-memory one; both pass tests/contract.
 """
@@ -22,9 +24,11 @@ class DocumentStore(Protocol):
         """The document's body and version; (None, ABSENT) when there is none."""
         ...
 
-    def write(self, kind: str, name: str, body: str, *, seen: int) -> bool:
+    def write(
+        self, kind: str, name: str, body: str, *, seen: int, expires_s: int | None = None
+    ) -> bool:
         """Store body as version seen + 1 if the stored version is still seen (ABSENT: if
-        there is none); False otherwise."""
+        there is none); False otherwise. expires_s lets the table's TTL remove it after then."""
         ...
 
     def delete(self, kind: str, name: str, *, seen: int) -> bool:
@@ -44,8 +48,12 @@ class DynamoDocumentStore:
         item = self.table.get(document_key(kind, name))
         return (None, ABSENT) if item is None else (item["body"], int(item["v"]))
 
-    def write(self, kind: str, name: str, body: str, *, seen: int) -> bool:
-        item = {**document_key(kind, name), "v": seen + 1, "body": body}
+    def write(
+        self, kind: str, name: str, body: str, *, seen: int, expires_s: int | None = None
+    ) -> bool:
+        item: dict[str, object] = {**document_key(kind, name), "v": seen + 1, "body": body}
+        if expires_s is not None:
+            item["expiration"] = expires_s
         if seen == ABSENT:
             condition, values = "attribute_not_exists(pk)", None
         else:
@@ -72,7 +80,9 @@ class MemoryDocumentStore:
         with self._lock:
             return self._documents.get((kind, name), (None, ABSENT))
 
-    def write(self, kind: str, name: str, body: str, *, seen: int) -> bool:
+    def write(
+        self, kind: str, name: str, body: str, *, seen: int, expires_s: int | None = None
+    ) -> bool:
         with self._lock:
             if self._documents.get((kind, name), (None, ABSENT))[1] != seen:
                 return False

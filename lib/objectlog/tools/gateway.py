@@ -90,6 +90,10 @@ def build_event(
         lower = name.lower()
         headers[lower] = f"{headers[lower]},{value}" if lower in headers else value
     cookies = [c.strip() for c in headers.pop("cookie", "").split(";") if c.strip()]
+    # as API Gateway adds them: what the client connected to (REST Proxy's base_uri uses them)
+    headers.setdefault("x-forwarded-proto", request.scheme)
+    headers.setdefault("x-forwarded-port", str(request.environ.get("SERVER_PORT", "")))
+    headers.setdefault("x-forwarded-for", request.remote_addr or "127.0.0.1")
     query_pairs = parse_qsl(request.query_string.decode(), keep_blank_values=True)
     query: dict[str, str] = {}
     for name, value in query_pairs:
