@@ -22,6 +22,10 @@ ENV_TABLE_NAMESPACE = "OBJECTLOG_TABLE_NAMESPACE"
 ENV_OBJECTS_DIR = "OBJECTLOG_OBJECTS_DIR"
 # REST Proxy's consumer.instance.timeout.ms: how long an idle consumer instance lives.
 ENV_CONSUMER_INSTANCE_TIMEOUT_MS = "OBJECTLOG_CONSUMER_INSTANCE_TIMEOUT_MS"
+# Kafka's auto.create.topics.enable, for REST Proxy produce: a topic that does not exist is
+# created with one partition (num.partitions) by its first produce. Off unless set; the dev
+# stack turns it on, as a Kafka development broker has it.
+ENV_AUTO_CREATE_TOPICS = "OBJECTLOG_AUTO_CREATE_TOPICS"
 DEFAULT_TABLE_NAMESPACE = "objectlog"
 
 DEFAULT_BUCKET = "objectlog"
@@ -54,6 +58,7 @@ class Config:
     table_namespace: str = DEFAULT_TABLE_NAMESPACE
     objects_dir: str | None = None
     consumer_instance_timeout_ms: int = 300_000
+    auto_create_topics: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Config:
@@ -72,6 +77,7 @@ class Config:
             table_namespace=env.get(ENV_TABLE_NAMESPACE, DEFAULT_TABLE_NAMESPACE),
             objects_dir=env.get(ENV_OBJECTS_DIR) or None,
             consumer_instance_timeout_ms=int(env.get(ENV_CONSUMER_INSTANCE_TIMEOUT_MS, "300000")),
+            auto_create_topics=env.get(ENV_AUTO_CREATE_TOPICS, "").lower() in ("1", "true"),
         )
         return replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
 

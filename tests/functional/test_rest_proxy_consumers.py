@@ -229,9 +229,10 @@ def test_consumer_errors_are_rest_proxys(kafka: str, log: ObjectLog) -> None:
     assert error(avro) == (400, 42204) and "schema registry" in avro.json()["message"]
     reset = call("POST", f"{kafka}/consumers/errors", {"auto.offset.reset": "smallest"})
     assert error(reset) == (400, 42204)
-    assert error(call("GET", f"{instance}/records", accept="application/vnd.kafka.avro.v2+json"))[
-        0
-    ] == 406
+    assert (
+        error(call("GET", f"{instance}/records", accept="application/vnd.kafka.avro.v2+json"))[0]
+        == 406
+    )
     assert error(call("GET", f"{instance}/records", params={"timeout": -1})) == (422, 42201)
     nope = call("POST", f"{instance}/subscription", {"topics": ["nope"]})
     assert error(nope) == (404, 40401)

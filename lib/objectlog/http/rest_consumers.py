@@ -346,28 +346,7 @@ def _doc(summary: str, request: type[BaseModel] | None = None) -> dict[str, Any]
     entry: dict[str, Any] = {"summary": f"REST Proxy v2: {summary}", "tags": TAGS}
     if request is not None:
         entry["enable_validation"] = False  # the body is REST Proxy's, parsed by the model
-        entry["openapi_extensions"] = {"requestBody": _request_body(request)}
+        entry["openapi_extensions"] = {
+            "requestBody": rest_proxy.request_body(request, [rest_proxy.V2])
+        }
     return entry
-
-
-def _request_body(model: type[BaseModel]) -> dict[str, Any]:
-    schema = _inline(model.model_json_schema(by_alias=True))
-    return {"required": True, "content": {rest_proxy.V2: {"schema": schema}}}
-
-
-def _inline(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with its $defs references replaced by the definitions themselves."""
-    definitions = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return resolve(definitions[ref.removeprefix("#/$defs/")])
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(item) for item in node]
-        return node
-
-    resolved: dict[str, Any] = resolve(schema)
-    return resolved

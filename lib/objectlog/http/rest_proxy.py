@@ -9,6 +9,7 @@ jsonschema, protobuf) answer 415.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -26,6 +27,7 @@ from objectlog.errors import (
     NotAcceptable,
     ObjectLogError,
     RecordNotJson,
+    TopicExists,
     TopicNotFound,
     UnknownPartition,
     UnsupportedContentType,
@@ -171,6 +173,31 @@ def partition_of(description: TopicDescription, partition: int) -> PartitionInfo
     )
 
 
+def request_body(model: type[BaseModel], media_types: list[str]) -> dict[str, Any]:
+    """An OpenAPI requestBody: the model's schema under REST Proxy's media types (the routes
+    parse their bodies themselves, so Powertools would not describe them)."""
+    schema = _inline(model.model_json_schema(by_alias=True))
+    return {"required": True, "content": {kind: {"schema": schema} for kind in media_types}}
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its $defs references replaced by the definitions themselves."""
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return resolve(definitions[ref.removeprefix("#/$defs/")])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
+
+
 def produce_router(services: Services) -> Router:
     """POST /kafka/topics/{topic} and .../partitions/{partition} (the produce function)."""
     router = Router()
@@ -181,6 +208,8 @@ def produce_router(services: Services) -> Router:
         format_ = embedded_format(event.headers.get("content-type"))
         body = parse_model(ProduceBody, event.decoded_body)
         records = produce_records(body, format_, partition)
+        if partition is None:
+            _create_if_allowed(services, topic)
         offsets, status = produce_and_wait(services, topic, records)
         return Response(status, answer_type, json.dumps(rest_proxy_produce_response(offsets)))
 
@@ -191,6 +220,7 @@ def produce_router(services: Services) -> Router:
         "values, stored as their UTF-8 JSON bytes); records may name their partition.",
         tags=["REST Proxy v2"],
         enable_validation=False,  # the body is REST Proxy's, parsed by ProduceBody
+        openapi_extensions={"requestBody": request_body(ProduceBody, [BINARY, JSON])},
     )
     def produce_to_topic(topic: str) -> Response[str]:
         return answer(topic, None)
@@ -200,6 +230,7 @@ def produce_router(services: Services) -> Router:
         summary="REST Proxy v2: produce to one partition",
         tags=["REST Proxy v2"],
         enable_validation=False,
+        openapi_extensions={"requestBody": request_body(ProduceBody, [BINARY, JSON])},
     )
     def produce_to_partition(topic: str, partition: str) -> Response[str]:
         return answer(topic, _partition_number(partition))
@@ -253,6 +284,19 @@ def metadata_router(services: Services) -> Router:
         return ok({"beginning_offset": info.log_start_offset, "end_offset": info.high_watermark})
 
     return router
+
+
+def _create_if_allowed(services: Services, topic: str) -> None:
+    """Kafka's auto.create.topics.enable (Config.auto_create_topics): a produce to a topic that
+    does not exist creates it with one partition, as a broker's num.partitions default."""
+    log = services.log
+    if not log.config.auto_create_topics:
+        return
+    try:
+        log.topic(topic)
+    except TopicNotFound:
+        with contextlib.suppress(TopicExists):  # created meanwhile by another request
+            log.create_topic(topic, partitions=1)
 
 
 def _partition_number(text: str) -> int:

@@ -98,6 +98,7 @@ class DevStack:
                 s3_endpoint=self.endpoint_url,
                 dynamodb_endpoint=dynamodb_url or self.endpoint_url,
                 catalog=self.catalog,
+                auto_create_topics=True,  # as a Kafka development broker has it
             )
         )
         self.log.ensure_resources()

@@ -6,7 +6,12 @@ from rich.console import Console
 from rich.table import Table
 
 from objectlog.tools.verify.checker import ANOMALIES
-from objectlog.tools.verify.workload import FAULT_KINDS, KAFKA_GROUP, WorkloadResult
+from objectlog.tools.verify.workload import (
+    FAULT_KINDS,
+    KAFKA_GROUP,
+    REST_GROUP,
+    WorkloadResult,
+)
 
 
 def render(result: WorkloadResult, console: Console) -> None:
@@ -18,7 +23,7 @@ def render(result: WorkloadResult, console: Console) -> None:
     for client in clients:
         row = [outcomes[(client, outcome)] for outcome in ("ok", "failed", "unknown")]
         operations.add_row(client, *map(str, row), str(sum(row)))
-    for group, label in (("", "group"), (KAFKA_GROUP, "kafka group")):
+    for group, label in (("", "group"), (KAFKA_GROUP, "kafka group"), (REST_GROUP, "rest group")):
         polls = [p for p in result.history.polls if p.group == group]
         records = str(sum(len(p.records) for p in polls))
         operations.add_row(f"{label} (polls / records)", str(len(polls)), "", "", records)

@@ -9,8 +9,10 @@ bounded number of produce operations or seconds, concurrently:
   and DynamoDB calls get the faults), sending records with unique values to random partitions
   and recording what each send was told;
 - a consumer group whose members poll, process (record) and commit, and now and then crash
-  (abandoned, their lease lapses) or leave and rejoin; and a second group of kafka-python
-  members, classic protocol, through the Kafka agent, doing the same;
+  (abandoned, their lease lapses) or leave and rejoin; a second group of kafka-python
+  members, classic protocol, through the Kafka agent, doing the same; and a third of REST Proxy
+  consumer instances through the HTTP API (/kafka/consumers), which crash by going idle until
+  the instance times out;
 - two compactors with skewed clocks, compacting and collecting garbage in a loop;
 - a monitor sampling the group's committed offsets.
 
@@ -22,7 +24,9 @@ client with no faults reads every partition: ``checker.check`` finds the anomali
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import random
 import threading
 import time
@@ -73,7 +77,9 @@ FAULT_KINDS = (
 CLIENTS = ("direct-idempotent", "direct-idempotent-2", "direct", "http", "kafka-idempotent")
 KAFKA_DELIVERY_TIMEOUT_MS = 60_000
 KAFKA_GROUP = "verify-kafka-group"  # classic-protocol members (kafka-python) through the agent
-GROUPS = ("", KAFKA_GROUP)  # "": GROUP, objectlog's own Consumer members
+REST_GROUP = "verify-rest-group"  # REST Proxy consumer instances through the HTTP API
+GROUPS = ("", KAFKA_GROUP, REST_GROUP)  # "": GROUP, objectlog's own Consumer members
+REST_INSTANCE_TIMEOUT_MS = 3_000
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class WorkloadConfig:
     partitions: int = 4
     members: int = 3
     kafka_members: int = 2
+    rest_members: int = 2
     seed: int = 0
     faults: frozenset[str] = frozenset(FAULT_KINDS)
     share: float = 0.05  # of matching calls, per fault kind
@@ -160,6 +167,8 @@ class Workload:
         self.errors: list[BaseException] = []
         self.sent = 0
         self._sent_lock = threading.Lock()
+        sizes = (config.members, config.kafka_members, config.rest_members)
+        self.groups = tuple(g for g, size in zip(GROUPS, sizes, strict=True) if size)
 
     # ---- the run -----------------------------------------------------------------------
 
@@ -202,6 +211,10 @@ class Workload:
         members = [self._thread(self._consume, i) for i in range(self.config.members)]
         members += [
             self._thread(self._consume_kafka, i, kafka) for i in range(self.config.kafka_members)
+        ]
+        members += [
+            self._thread(self._consume_rest, i, gateway.url)  # type: ignore[attr-defined]
+            for i in range(self.config.rest_members)
         ]
         monitor = self._thread(self._monitor)
         deadline = started + self.config.seconds
@@ -549,11 +562,54 @@ class Workload:
             consumer.close()
         return True
 
+    def _consume_rest(self, index: int, api: str) -> None:
+        import requests
+
+        rng = random.Random(f"{self.config.seed}-rest-member-{index}")
+        documents = self._log(faults=False).items.documents
+        with requests.Session() as session:
+            life = 0
+            while not self.stop_consuming.is_set():
+                life += 1
+                name = f"rest-{index}-{life}"
+                # max_bytes as the other members' max_poll_records: reads of 5-200 records
+                member = RestMember(session, api, name, documents, rng.randint(4_000, 64_000))
+                left = self._rest_member_life(member, rng)
+                self.history.count("rest member left" if left else "rest member crashed")
+
+    def _rest_member_life(self, member: RestMember, rng: random.Random) -> bool:
+        """A REST Proxy consumer instance's life: read, process, commit the offsets read; it
+        crashes (goes idle: the instance times out and its session lapses) or is deleted."""
+        try:
+            member.start()
+        except RestError:
+            return False  # a fault in the create or subscribe: try again as a new instance
+        crash = rng.random() < 0.5 and not self.stop_producing.is_set()
+        life = rng.randint(5, 40)
+        reads = 0
+        while not self.stop_consuming.is_set() and (reads < life or self.stop_producing.is_set()):
+            reads += 1
+            try:
+                records = member.read()
+            except RestError:
+                continue
+            if records:
+                self.history.add_poll(
+                    Poll(member.name, member.ownership, tuple(records), group=REST_GROUP)
+                )
+                with contextlib.suppress(RestError):  # fenced after a rebalance, or a fault
+                    member.commit(records)
+        if crash and not self.stop_consuming.is_set():
+            return False
+        with contextlib.suppress(RestError):
+            member.delete()
+        return True
+
     def _monitor(self) -> None:
         log = self._log(faults=False)
         partitions = [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
         while not self.stop_consuming.is_set():
-            for group in GROUPS:
+            for group in self.groups:
                 found = log.groups.committed(group or GROUP, partitions)
                 for tp, value in found.items():
                     if value is not None:
@@ -568,7 +624,7 @@ class Workload:
         partitions = [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
         while time.monotonic() < deadline and not self.errors:
             ends = {tp: log.offsets(TOPIC, tp.partition).latest for tp in partitions}
-            committed = [log.groups.committed(group or GROUP, partitions) for group in GROUPS]
+            committed = [log.groups.committed(group or GROUP, partitions) for group in self.groups]
             if all(
                 (value := found[tp]) is not None and value.offset >= ends[tp]
                 for found in committed
@@ -594,11 +650,90 @@ class Workload:
                 for tp, v in admin.groups.committed(group or GROUP, tps).items()
                 if v is not None
             }
-            for group in GROUPS
+            for group in self.groups
         }
         stale = collector.stale_objects(gc.horizon_ms)
         other_groups = {g: offsets for g, offsets in committed.items() if g}
-        return FinalState(partitions, log_start, high_watermark, committed[""], stale, other_groups)
+        return FinalState(
+            partitions, log_start, high_watermark, committed.get("", {}), stale, other_groups
+        )
+
+
+class RestError(Exception):
+    """A REST Proxy request the member could not complete (an answer of 4xx or 5xx)."""
+
+
+class RestMember:
+    """A REST Proxy consumer instance in REST_GROUP, driven over HTTP as a REST Proxy client
+    would. ``ownership`` moves whenever the instance's group membership (member id and
+    generation, read from its document: the harness's view, as the Kafka members' rebalance
+    callbacks are) changed across a read, so the checker's non-monotonic rule applies to the
+    reads of one membership."""
+
+    def __init__(self, session: Any, api: str, name: str, documents: Any, max_bytes: int) -> None:
+        self.session = session
+        self.max_bytes = max_bytes
+        self.base = f"{api}/kafka/consumers/{REST_GROUP}"
+        self.name = name
+        self.documents = documents
+        self.ownership = 0
+        self._membership: tuple[str, int] | None = None
+
+    def start(self) -> None:
+        settings = {
+            "name": self.name,
+            "format": "binary",
+            "auto.offset.reset": "earliest",
+            "auto.commit.enable": "false",
+            "consumer.instance.timeout.ms": str(REST_INSTANCE_TIMEOUT_MS),
+        }
+        self.base = self._call("POST", self.base, settings).json()["base_uri"]
+        self._call("POST", f"{self.base}/subscription", {"topics": [TOPIC]})
+
+    def read(self) -> list[tuple[int, int, bytes | None]]:
+        accept = "application/vnd.kafka.binary.v2+json"
+        query = f"timeout=200&max_bytes={self.max_bytes}"
+        answer = self._call("GET", f"{self.base}/records?{query}", accept=accept).json()
+        self._observe_membership()
+        return [
+            (r["partition"], r["offset"], None if r["value"] is None else _b64(r["value"]))
+            for r in answer
+        ]
+
+    def commit(self, records: list[tuple[int, int, bytes | None]]) -> None:
+        last = {partition: offset for partition, offset, _ in sorted(records)}
+        offsets = [{"topic": TOPIC, "partition": p, "offset": o} for p, o in last.items()]
+        self._call("POST", f"{self.base}/offsets", {"offsets": offsets})
+
+    def delete(self) -> None:
+        self._call("DELETE", self.base)
+
+    def _observe_membership(self) -> None:
+        from objectlog.clients.instances import KIND, Instance
+
+        body, _ = self.documents.read(KIND, f"{REST_GROUP}/{self.name}")
+        stored = None if body is None else Instance.from_json(body).consumer.membership
+        now = None if stored is None else (stored.member_id, stored.generation)
+        if now != self._membership:
+            self.ownership += 1
+            self._membership = now
+
+    def _call(self, method: str, url: str, body: Any = None, *, accept: str = "") -> Any:
+        headers = {"Content-Type": "application/vnd.kafka.v2+json"}
+        if accept:
+            headers["Accept"] = accept
+        data = None if body is None else json.dumps(body)
+        try:
+            response = self.session.request(method, url, data=data, headers=headers, timeout=30)
+        except OSError as e:
+            raise RestError(str(e)) from e
+        if response.status_code >= 400:
+            raise RestError(f"{method} {url}: {response.status_code} {response.text}")
+        return response
+
+
+def _b64(text: str) -> bytes:
+    return base64.b64decode(text)
 
 
 def _kafka_outcome(client: str, partition: int, value: bytes, told: Any) -> Produce:
