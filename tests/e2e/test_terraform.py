@@ -412,6 +412,55 @@ def exercise_api(client: Any, url: str, cold_start_produce: Callable[[], None]) 
         timeout=10,
     )
     assert rest_proxy.status_code == 200, rest_proxy.text
+    rest_proxy_session(signed, url)
+
+
+def rest_proxy_session(signed: Any, url: str) -> None:
+    """REST Proxy v2's documented produce and consume sessions under /kafka, signed: JSON
+    produce, a binary instance subscribed to the topic (read, commit, committed offsets), a
+    json instance assigned a partition and sought to its beginning, both deleted."""
+    v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+
+    def call(method: str, path: str, body: Any = None, **headers: str) -> Any:
+        data = None if body is None else json.dumps(body)
+        response = signed.request(method, path, data=data, headers={**v2, **headers}, timeout=30)
+        assert response.status_code < 300, f"{method} {path}: {response.text}"
+        return response.json() if response.content else None
+
+    json_type = "application/vnd.kafka.json.v2+json"
+    produced = call(
+        "POST",
+        f"{url}/kafka/topics/{TOPIC}/partitions/2",
+        {"records": [{"value": {"n": 1}}]},
+        **{"Content-Type": json_type},
+    )
+    assert produced["offsets"][0]["offset"] == 0
+    settings = {"format": "binary", "auto.offset.reset": "earliest", "auto.commit.enable": "false"}
+    created = call("POST", f"{url}/kafka/consumers/rest", {"name": "binary", **settings})
+    binary = created["base_uri"]
+    assert binary == f"{url}/kafka/consumers/rest/instances/binary"
+    call("POST", f"{binary}/subscription", {"topics": [TOPIC]})
+    records: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 30
+    while len(records) < FLUSHES + 3 and time.monotonic() < deadline:
+        accept = "application/vnd.kafka.binary.v2+json"
+        records += call("GET", f"{binary}/records?timeout=1000", Accept=accept)
+    assert sorted((r["partition"], r["offset"]) for r in records) == sorted(
+        [(0, o) for o in range(FLUSHES)] + [(1, 0), (1, 1), (2, 0)]
+    )
+    call("POST", f"{binary}/offsets")
+    partitions = [{"topic": TOPIC, "partition": p} for p in range(3)]
+    committed = call("GET", f"{binary}/offsets", {"partitions": partitions})["offsets"]
+    assert [o["offset"] for o in sorted(committed, key=lambda o: o["partition"])] == [FLUSHES, 2, 1]
+
+    one = {"partitions": [{"topic": TOPIC, "partition": 2}]}
+    assigned = call("POST", f"{url}/kafka/consumers/rest-json", {"name": "json", "format": "json"})
+    call("POST", f"{assigned['base_uri']}/assignments", one)
+    call("POST", f"{assigned['base_uri']}/positions/beginning", one)
+    read = call("GET", f"{assigned['base_uri']}/records", Accept=json_type)
+    assert [r["value"] for r in read] == [{"n": 1}]
+    for instance in (binary, assigned["base_uri"]):
+        call("DELETE", instance)
 
 
 def assert_agent_service(endpoint: str, outputs: dict[str, Any]) -> dict[str, Any]:
