@@ -300,3 +300,39 @@ def test_a_release_whose_answer_was_lost_does_not_keep_a_stale_position(
         (tp.partition, o) for tp in ahead for o in range(4, 7)
     }
     first.close()
+
+
+def test_max_bytes_bounds_a_poll_to_at_least_one_record(clocked_log: ObjectLog) -> None:
+    produce(clocked_log, per_partition=5, partitions=1)  # values "0:0".."0:4", 3 bytes each
+    consumer = clocked_log.consumer(auto_offset_reset="earliest")
+    consumer.assign([(TOPIC, 0)])
+    assert [r.offset for r in consumer.poll(timeout=0, max_bytes=7)] == [0, 1]
+    assert [r.offset for r in consumer.poll(timeout=0, max_bytes=1)] == [2]  # over, but one
+    assert [r.offset for r in consumer.poll(timeout=0)] == [3, 4]
+
+
+def test_a_consumer_continues_from_a_state_kept_outside_the_process(
+    clocked_log: ObjectLog,
+) -> None:
+    """REST Proxy's instances keep a Consumer's state in a document between requests: a new
+    Consumer restored from it keeps the membership, the partitions and the positions."""
+    from objectlog.clients.consumer_state import ConsumerState
+
+    produce(clocked_log, per_partition=4)
+    options: dict[str, Any] = dict(
+        group="kept", auto_offset_reset="earliest", enable_auto_commit=False
+    )
+    first = clocked_log.consumer(topics=[TOPIC], **options)
+    first_records: list[Record] = []
+    while not first_records:
+        first_records = first.poll(timeout=1, max_records=10)
+    assert len(first_records) == 10
+    kept = ConsumerState.from_json(first.state().to_json())
+    assert kept == first.state()
+
+    second = clocked_log.consumer(**options)
+    second.restore(kept)
+    assert second.member_id == first.member_id and second.assignment() == first.assignment()
+    rest = drain(second, 14)
+    assert keys(first_records + rest) == [(p, o) for p in range(6) for o in range(4)]
+    assert len(clocked_log.groups.describe("kept").members) == 1  # no second member joined

@@ -188,7 +188,8 @@ resource "aws_dynamodb_table" "state" {
     enabled = true
   }
 
-  # Powertools idempotency records (produce's Idempotency-Key) carry their expiry in
+  # Powertools idempotency records (produce's Idempotency-Key) and REST Proxy consumer
+  # instances (an hour after they expired by their own timeout) carry their expiry in
   # `expiration` (epoch seconds). No other item has that attribute: leases, members and
   # producer state expire by objectlog's own rules, never by TTL.
   ttl {
