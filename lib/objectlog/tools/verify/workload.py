@@ -89,7 +89,7 @@ class WorkloadConfig:
     partitions: int = 4
     members: int = 3
     kafka_members: int = 2
-    rest_members: int = 2
+    rest_members: int = 1
     seed: int = 0
     faults: frozenset[str] = frozenset(FAULT_KINDS)
     share: float = 0.05  # of matching calls, per fault kind
