@@ -230,6 +230,10 @@ class Consumer:
         """The partitions this consumer reads now."""
         return set(self._owned)
 
+    def subscription(self) -> tuple[str, ...]:
+        """The topics subscribed to, sorted (none with assign() or after unsubscribe())."""
+        return self._subscription or ()
+
     @property
     def member_id(self) -> str | None:
         return self._membership.member_id if self._membership else None
@@ -276,7 +280,7 @@ class Consumer:
             taken = result.records[: limit - len(records)]
             if budget is not None:
                 taken = _within(taken, budget, at_least_one=not records)
-                budget -= sum(_record_bytes(r) for r in taken)
+                budget -= sum(map(record_bytes, taken))
             records.extend(taken)
             if len(taken) < len(result.records):  # the poll's limit cut this partition short
                 if taken:
@@ -596,7 +600,8 @@ class Consumer:
         return [self._owned_partition(tp) for tp in partitions]
 
 
-def _record_bytes(record: Record) -> int:
+def record_bytes(record: Record) -> int:
+    """What max_bytes counts of a record: its key and value."""
     return len(record.key or b"") + len(record.value or b"")
 
 
@@ -604,7 +609,7 @@ def _within(records: list[Record], budget: int, *, at_least_one: bool) -> list[R
     """The leading records whose keys and values fit the byte budget."""
     used = 0
     for i, record in enumerate(records):
-        used += _record_bytes(record)
+        used += record_bytes(record)
         if used > budget and not (at_least_one and i == 0):
             return records[:i]
     return records

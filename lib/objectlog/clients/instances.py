@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from objectlog.clients.consumer import AUTO_OFFSET_RESETS, Consumer
+from objectlog.clients.consumer import AUTO_OFFSET_RESETS, Consumer, record_bytes
 from objectlog.clients.consumer_state import ConsumerState
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import (
@@ -134,16 +134,17 @@ class ConsumerInstances:
         instance = Instance(settings, self.clock.now_ms())
         for _ in range(ATTEMPTS):
             body, version = self.documents.read(KIND, _key(group, name))
-            if body is not None and not self._expired(Instance.from_json(body)):
+            if body is None:
+                if self._write(group, name, instance, ABSENT):
+                    return name
+                continue
+            existing = Instance.from_json(body)
+            if not self._expired(existing):
                 raise ConsumerInstanceExists(
                     f"consumer instance {name!r} already exists in group {group!r}",
                     field="name",
                 )
-            if body is not None:
-                self._retire(group, name, Instance.from_json(body), version)
-                continue
-            if self._write(group, name, instance, ABSENT):
-                return name
+            self._retire(group, name, existing, version)
         raise ConcurrentModification(f"consumer instance {name!r} kept changing; retry")
 
     def delete(self, group: str, name: str) -> None:
@@ -183,7 +184,7 @@ class ConsumerInstances:
         self._use(group, name, run)
 
     def subscription(self, group: str, name: str) -> list[str]:
-        return self._use(group, name, lambda _, c: list(c.state().subscription or ()))
+        return self._use(group, name, lambda _, consumer: list(consumer.subscription()))
 
     def unsubscribe(self, group: str, name: str) -> None:
         def run(instance: Instance, consumer: Consumer) -> None:
@@ -356,7 +357,7 @@ class ConsumerInstances:
         instance.pattern_matched_ms = self.clock.now_ms()
         if not matched:
             consumer.unsubscribe()
-        elif tuple(sorted(matched)) != consumer.state().subscription:
+        elif tuple(sorted(matched)) != consumer.subscription():
             consumer.subscribe(matched)
 
 
@@ -387,7 +388,7 @@ def _read(
             max(0.0, deadline - time.monotonic()), max_records=records_left, max_bytes=bytes_left
         )
         records.extend(batch)
-        got += sum(len(r.key or b"") + len(r.value or b"") for r in batch)
+        got += sum(map(record_bytes, batch))
         full = (max_bytes is not None and got >= max_bytes) or (
             max_records is not None and len(records) >= max_records
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
@@ -98,7 +97,9 @@ class CommitOffsets(BaseModel):
 
 def consumers_router(services: Services) -> Router:
     router = Router()
-    instances: Callable[[], ConsumerInstances] = lambda: services.consumer_instances  # noqa: E731
+
+    def instances() -> ConsumerInstances:  # built at the first request, not at import
+        return services.consumer_instances
 
     def body(model: type[ModelT], *, optional: bool = False) -> ModelT:
         text = router.current_event.decoded_body
@@ -283,7 +284,7 @@ def _accepted_format(accept: str | None) -> str | None:
     for wanted in (rest_proxy.media_type(part) for part in (accept or "").split(",")):
         if wanted in rest_proxy.EMBEDDED_FORMATS:
             return rest_proxy.EMBEDDED_FORMATS[wanted]
-        if any(f"vnd.kafka.{name}." in wanted for name in rest_proxy.SCHEMA_FORMATS):
+        if rest_proxy.is_schema_format(wanted):
             raise NotAcceptable(
                 f"Accept {wanted}: the schema formats need a schema registry, which objectlog "
                 f"does not offer; ask for {rest_proxy.BINARY} or {rest_proxy.JSON}",

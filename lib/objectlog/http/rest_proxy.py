@@ -94,12 +94,17 @@ def media_type(header: str | None) -> str:
     return (header or "").split(";")[0].strip().lower()
 
 
+def is_schema_format(media: str) -> bool:
+    """Whether a media type names one of the schema formats (avro, jsonschema, protobuf)."""
+    return any(f"vnd.kafka.{name}." in media for name in SCHEMA_FORMATS)
+
+
 def embedded_format(content_type: str | None) -> str:
     """binary or json for a produce Content-Type; 415 for anything else."""
     given = media_type(content_type)
     if given in EMBEDDED_FORMATS:
         return EMBEDDED_FORMATS[given]
-    if any(f"vnd.kafka.{name}." in given for name in SCHEMA_FORMATS):
+    if is_schema_format(given):
         raise UnsupportedContentType(
             f"{given}: the schema formats (avro, jsonschema, protobuf) need a schema "
             f"registry, which objectlog does not offer; send {BINARY} or {JSON}",
