@@ -267,6 +267,14 @@ def test_commits_are_fenced_by_generation_and_member_and_a_lapsed_member_is_drop
         group_instance_id=None,
     )
     assert beat.error_code == ErrorCode.unknown_member_id
+    # Rejoining under the dropped id is refused, as Kafka refuses it: the client must learn
+    # that it lost its partitions (and its positions in them) and join anew.
+    assert join(agent.address, asked.member_id).error_code == ErrorCode.unknown_member_id
+    assert join(agent.address, "made-up-id").error_code == ErrorCode.unknown_member_id
+    again = join(agent.address)
+    assert again.error_code == ErrorCode.member_id_required
+    rejoined = join(agent.address, again.member_id)
+    assert (rejoined.error_code, rejoined.leader) == (ErrorCode.none, again.member_id)
 
 
 def test_admin_clients_list_describe_and_delete_groups_and_configs(

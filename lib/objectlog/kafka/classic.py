@@ -7,7 +7,11 @@ joins, changes its protocols, leaves or lets its session lapse; it completes whe
 has rejoined for the next generation or the rebalance timeout has passed (members that did not
 rejoin are dropped); the leader's SyncGroup stores every member's assignment as Kafka sends
 it, opaque bytes, and the group is Stable. Member ids are Kafka's: <client id>-<uuid>, handed
-out with MEMBER_ID_REQUIRED (JoinGroup v4+) before the member may join.
+out with MEMBER_ID_REQUIRED (JoinGroup v4+) before the member may join; the group keeps them
+as pending until they join or a session timeout passes. A JoinGroup naming any other member id
+the group does not know (a member the group dropped) is refused with UNKNOWN_MEMBER_ID, as
+Kafka's coordinator refuses it: the client then knows it lost its partitions and joins anew,
+instead of carrying positions from its old membership into the new one.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class ClassicGroup:
     leader: str | None = None
     deadline_ms: int = 0  # PreparingRebalance: when members that did not rejoin are dropped
     members: dict[str, Member] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)  # member id handed out -> expiry ms
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -83,12 +88,15 @@ def encode(data: bytes) -> str:
 
 
 def expire(group: ClassicGroup, now_ms: int) -> bool:
-    """Drop members whose session lapsed, and finish a rebalance past its deadline; True if
-    anything changed."""
+    """Drop members whose session lapsed, pending member ids never used, and finish a
+    rebalance past its deadline; True if anything changed."""
     lapsed = [m for m in group.members.values() if m.seen_ms + m.session_timeout_ms < now_ms]
     for member in lapsed:
         del group.members[member.member_id]
-    changed = bool(lapsed)
+    unused = [member_id for member_id, until in group.pending.items() if until < now_ms]
+    for member_id in unused:
+        del group.pending[member_id]
+    changed = bool(lapsed or unused)
     if lapsed and group.phase in (STABLE, COMPLETING):
         start_rebalance(group, now_ms)
     if group.phase == PREPARING and (now_ms >= group.deadline_ms or all_joined(group)):
@@ -136,6 +144,16 @@ def choose_protocol(group: ClassicGroup) -> str | None:
     return None
 
 
+def hand_out(group: ClassicGroup, member_id: str, session_timeout_ms: int, now_ms: int) -> None:
+    """A member id given with MEMBER_ID_REQUIRED: pending until it joins, or a session."""
+    group.pending[member_id] = now_ms + session_timeout_ms
+
+
+def admits(group: ClassicGroup, member_id: str) -> bool:
+    """Whether a JoinGroup naming member_id may proceed: a member, or a pending member id."""
+    return member_id in group.members or member_id in group.pending
+
+
 def join(group: ClassicGroup, member: Member, now_ms: int) -> None:
     """A JoinGroup: the member joins for the next generation (a rebalance starts unless one is
     under way); a known member rejoining unchanged keeps the generation while it completes,
@@ -151,6 +169,7 @@ def join(group: ClassicGroup, member: Member, now_ms: int) -> None:
         return
     member.joined = group.generation + 1
     member.seen_ms = now_ms
+    group.pending.pop(member.member_id, None)
     group.members[member.member_id] = member
     if group.phase != PREPARING:
         start_rebalance(group, now_ms)

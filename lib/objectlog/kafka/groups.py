@@ -124,16 +124,26 @@ class GroupsApi:
     async def join_group(self, request: Request) -> dict[str, Any]:
         body = request.body
         member_id = body.member_id
-        if not member_id:
+        named = bool(member_id)  # a member id the group must know (a member, or pending)
+        session_timeout_ms = int(body.session_timeout.total_seconds() * 1000)
+        if not named:
             member_id = classic.new_member_id(request.client_id or "")
             if request.api_version >= MEMBER_ID_REQUIRED_FROM:  # the client joins again
+                try:
+                    await self.ctx.call(
+                        self._update,
+                        body.group_id,
+                        lambda g, now: classic.hand_out(g, member_id, session_timeout_ms, now),
+                    )
+                except GroupError as e:
+                    return _join_answer(e.code, member_id="")
                 return _join_answer(ErrorCode.member_id_required, member_id=member_id)
         rebalance_timeout = getattr(body, "rebalance_timeout", body.session_timeout)
         member = Member(
             member_id=member_id,
             client_id=request.client_id or "",
             instance_id=getattr(body, "group_instance_id", None),
-            session_timeout_ms=int(body.session_timeout.total_seconds() * 1000),
+            session_timeout_ms=session_timeout_ms,
             rebalance_timeout_ms=int(rebalance_timeout.total_seconds() * 1000),
             protocols=[(p.name, classic.encode(p.metadata)) for p in body.protocols],
             joined=0,
@@ -141,6 +151,8 @@ class GroupsApi:
         )
 
         def joined(group: ClassicGroup, now: int) -> int:
+            if named and not classic.admits(group, member_id):  # dropped, or never handed out
+                raise GroupError(ErrorCode.unknown_member_id)
             if group.protocol_type not in (None, body.protocol_type) and group.members:
                 raise GroupError(ErrorCode.inconsistent_group_protocol)
             group.protocol_type = body.protocol_type
