@@ -45,6 +45,7 @@ from objectlog.clock import new_ulid, ulid_time_ms
 from objectlog.format.index import SegmentRef
 from objectlog.format.layout import l0_key, object_key
 from objectlog.format.segment import slice_table, write_parquet
+from objectlog.services import fetch as fetch_module
 from objectlog.services.fetch import slice_cache
 from objectlog.stores.metadata import Commit, PartitionHead
 
@@ -126,6 +127,7 @@ class ProduceFloor:
         self.sequences = [0] * PARTITIONS
         self.items = uuid.uuid4().hex[:8]  # its own items: sequences start at 0
         self.pool = ThreadPoolExecutor(PARTITIONS)
+        self.put_pool = ThreadPoolExecutor(1)
         self.put_seconds: list[float] = []
         self.update_seconds: list[float] = []
 
@@ -154,16 +156,30 @@ class ProduceFloor:
         self.sequences[partition] = sequence + 1
         self.update_seconds.append(time.perf_counter() - started)
 
-    def run(self, flushes: int, concurrent: bool) -> Callable[[], float]:
+    def run(self, flushes: int, concurrent: bool, pipelined: bool = False) -> Callable[[], float]:
+        """pipelined: the next flush's PUT in flight while this one's UpdateItems run, the
+        producer's depth (clients.producer: the sender stages while the committer commits)."""
+
+        def update_all() -> None:
+            if concurrent:
+                list(self.pool.map(self.update, range(PARTITIONS)))
+            else:
+                for partition in range(PARTITIONS):
+                    self.update(partition)
+
         def run() -> float:
             started = time.perf_counter()
-            for _ in range(flushes):
-                self.put()
-                if concurrent:
-                    list(self.pool.map(self.update, range(PARTITIONS)))
-                else:
-                    for partition in range(PARTITIONS):
-                        self.update(partition)
+            if pipelined:
+                upload = self.put_pool.submit(self.put)
+                for flush in range(flushes):
+                    upload.result()
+                    if flush + 1 < flushes:
+                        upload = self.put_pool.submit(self.put)
+                    update_all()
+            else:
+                for _ in range(flushes):
+                    self.put()
+                    update_all()
             return time.perf_counter() - started
 
         return run
@@ -171,7 +187,8 @@ class ProduceFloor:
 
 class OwnRequests:
     """objectlog's own requests for a flush, from a bare loop (no producer, no encoding):
-    the same PutObject, the same commit UpdateItems (concurrent) and the same spills."""
+    the same PutObject (the next one in flight while a flush commits, as in the producer), the
+    same commit UpdateItems (concurrent) and the same spills."""
 
     def __init__(self, log: ObjectLog, topic: str, body: bytes, refs: list[SegmentRef]) -> None:
         self.log = log
@@ -179,6 +196,7 @@ class OwnRequests:
         self.body, self.refs = body, refs
         self.sequences = [0] * PARTITIONS
         self.pool = ThreadPoolExecutor(PARTITIONS)
+        self.put_pool = ThreadPoolExecutor(1)
 
     def commit(self, partition: int, object_id: str) -> PartitionHead | None:
         ref = self.refs[partition]
@@ -200,11 +218,18 @@ class OwnRequests:
     def run(self, flushes: int) -> Callable[[], float]:
         log = self.log
 
+        def upload() -> str:
+            object_id = new_ulid(log.clock)
+            log.store.put_if_absent(l0_key(log.config.prefix, object_id), self.body)
+            return object_id
+
         def run() -> float:
             started = time.perf_counter()
-            for _ in range(flushes):
-                object_id = new_ulid(log.clock)
-                log.store.put_if_absent(l0_key(log.config.prefix, object_id), self.body)
+            uploaded = self.put_pool.submit(upload)  # pipelined as the producer is
+            for flush in range(flushes):
+                object_id = uploaded.result()
+                if flush + 1 < flushes:
+                    uploaded = self.put_pool.submit(upload)
                 heads = list(
                     self.pool.map(self.commit, range(PARTITIONS), [object_id] * PARTITIONS)
                 )
@@ -235,6 +260,9 @@ def one_flush(topic: str, value: bytes, keys: list[bytes]) -> tuple[bytes, list[
     return b"".join(parts), refs
 
 
+FLOOR_SIDES = ["floor, one by one", "floor, concurrent", "floor, pipelined"]
+
+
 def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     """1 MiB flushes of 1 KiB records over 4 partitions, sent as fast as send() takes them."""
     log, report = bench.log, bench.report
@@ -263,6 +291,7 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
         "ours": ours,
         "floor, one by one": floor.run(flushes, concurrent=False),
         "floor, concurrent": floor.run(flushes, concurrent=True),
+        "floor, pipelined": floor.run(flushes, concurrent=True, pipelined=True),
         "own requests": own.run(flushes),
     }
     for run in list(sides.values())[1:]:
@@ -289,7 +318,7 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
 
     mib = flushes * RECORDS_PER_FLUSH * RECORD_BYTES / MIB
     ours_rate = mib / median(results["ours"])
-    floor_name, floor_time = fastest(results, ["floor, one by one", "floor, concurrent"])
+    floor_name, floor_time = fastest(results, FLOOR_SIDES)
     floor_rate = mib / floor_time
     own_rate = mib / median(results["own requests"])
     report.add(
@@ -416,6 +445,18 @@ def fetch_vs_floor(bench: Bench, rounds: int) -> None:
         groups.append(list(ranges))
         return read_many(ranges, then)
 
+    # The slices each GET holds: adjacent slices of one object share a GET (fetch.coalesce).
+    slices_of: dict[Range, list[tuple[int, int]]] = {}
+    real_coalesce = fetch_module.coalesce
+
+    def recording_coalesce(ranges: Sequence[Range]) -> Any:
+        runs = real_coalesce(ranges)
+        for run in runs:
+            slices_of[run.range] = [(ranges[m][1], ranges[m][2]) for m in run.members]
+        return runs
+
+    fetch_module.coalesce = recording_coalesce  # type: ignore[assignment]
+
     reader.read_many = stopwatch.wrap(GETS, recording_read_many)
     reader._decode = stopwatch.wrap(DECODE, reader._decode)
     log.metadata.get_heads = stopwatch.wrap("heads: BatchGetItem", log.metadata.get_heads)
@@ -449,7 +490,11 @@ def fetch_vs_floor(bench: Bench, rounds: int) -> None:
         response = s3.get_object(
             Bucket=bucket, Key=key, Range=f"bytes={start}-{start + length - 1}"
         )
-        return int(pq.read_table(pa.BufferReader(response["Body"].read())).num_rows)
+        body = memoryview(response["Body"].read())
+        return sum(
+            pq.read_table(pa.BufferReader(body[at - start : at - start + size])).num_rows
+            for at, size in slices_of[item]
+        )
 
     def floor_grouped() -> float:
         started = time.perf_counter()

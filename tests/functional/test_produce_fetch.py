@@ -306,3 +306,63 @@ def test_one_producer_shared_by_threads_with_a_tiny_buffer(log: ObjectLog) -> No
     values = [r.value for r in read_all(log, "t", 0)]
     assert len(values) == len(set(values)) == 240
     assert acked == list(enumerate(values))
+
+
+def test_fetch_many_reads_slices_side_by_side_in_one_object_with_one_get(log: ObjectLog) -> None:
+    """A flush writes each partition's slice next to the others: a fetch of all of them is
+    one ranged GET per object (GETs are billed per request)."""
+    log.create_topic("t", partitions=4)
+    with log.producer() as producer:
+        for flush in range(3):
+            for p in range(4):
+                producer.send("t", b"%d-%d" % (p, flush), partition=p)
+            producer.flush()
+    ranges: list[list[tuple[str, int, int]]] = []
+    read_many = log.reader.read_many
+
+    def counting(wanted, then=None):  # type: ignore[no-untyped-def]
+        ranges.append(list(wanted))
+        return read_many(wanted, then)
+
+    log.reader.read_many = counting  # type: ignore[method-assign]
+    results = log.fetch_many([FetchRequest("t", p, 0) for p in range(4)])
+    assert [[r.value for r in result.records] for result in results] == [
+        [b"%d-%d" % (p, flush) for flush in range(3)] for p in range(4)
+    ]
+    assert len(ranges) == 1 and len(ranges[0]) == 3  # three objects, one GET each
+    assert len({key for key, _, _ in ranges[0]}) == 3
+
+
+def test_the_next_flush_uploads_while_the_previous_one_commits_and_order_holds(
+    log: ObjectLog,
+) -> None:
+    log.create_topic("t", partitions=2)
+    events: list[tuple[str, float]] = []
+    producer = log.producer(linger_ms=0, batch_bytes=2_000)
+    stage, commit = producer.appender.stage, producer.appender.commit_staged
+
+    def slow_commit(staged, producer_id):  # type: ignore[no-untyped-def]
+        events.append(("commit start", time.monotonic()))
+        time.sleep(0.05)
+        outcomes = commit(staged, producer_id)
+        events.append(("commit end", time.monotonic()))
+        return outcomes
+
+    def timed_stage(batches):  # type: ignore[no-untyped-def]
+        events.append(("stage start", time.monotonic()))
+        return stage(batches)
+
+    producer.appender.commit_staged = slow_commit  # type: ignore[method-assign]
+    producer.appender.stage = timed_stage  # type: ignore[method-assign]
+    futures = [producer.send("t", b"%04d" % i, partition=i % 2) for i in range(200)]
+    producer.close()
+    offsets = [(f.result().partition, f.result().offset) for f in futures]
+    for p in range(2):
+        assert [o for q, o in offsets if q == p] == list(range(100))
+        assert [r.value for r in read_all(log, "t", p)] == [b"%04d" % i for i in range(p, 200, 2)]
+    # Some flush was staged while the one before it was still committing.
+    committing, overlapped = False, False
+    for name, _ in sorted(events, key=lambda event: event[1]):
+        committing = {"commit start": True, "commit end": False}.get(name, committing)
+        overlapped |= name == "stage start" and committing
+    assert overlapped

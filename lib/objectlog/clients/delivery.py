@@ -14,8 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from objectlog.errors import ObjectLogError
 from objectlog.format.records import Headers, RecordMetadata
+from objectlog.services.append import AppendOutcome, StagedFlush
 
 
 class RecordFuture:
@@ -89,3 +92,28 @@ class Delivery:
     @property
     def count(self) -> int:
         return len(self.topics)
+
+
+class PreparedDelivery:
+    """A delivery staged for commit: its flush and, per batch, the records' positions."""
+
+    __slots__ = ("positions", "staged")
+
+    def __init__(self, staged: StagedFlush, positions: list[list[int]]) -> None:
+        self.staged = staged
+        self.positions = positions
+
+
+def settle_records(delivery: Delivery, outcome: AppendOutcome, positions: list[int]) -> None:
+    """Write each record's outcome at its position in the delivery."""
+    if outcome.error is not None:
+        for position in positions:
+            delivery.errors[position] = outcome.error
+        return
+    assert outcome.base_offset is not None
+    batch = outcome.batch
+    topic, partition, base = batch.topic.name, batch.partition, outcome.base_offset
+    timestamps = batch.table.column("timestamp").cast(pa.int64()).to_pylist()
+    metadata = delivery.metadata
+    for index, position in enumerate(positions):
+        metadata[position] = RecordMetadata(topic, partition, base + index, timestamps[index])

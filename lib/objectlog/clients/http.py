@@ -38,7 +38,7 @@ from objectlog.format.topics import (
     TopicDescription,
     validate_topic_name,
 )
-from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch
+from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch, StagedFlush
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult
 
 
@@ -67,7 +67,14 @@ class HttpAppender:
     def append(
         self, batches: Sequence[PartitionBatch], producer_id: str | None
     ) -> list[AppendOutcome]:
-        outcomes = [AppendOutcome(batch) for batch in batches if batch.records]
+        return self.commit_staged(self.stage(batches), producer_id)
+
+    def stage(self, batches: Sequence[PartitionBatch]) -> StagedFlush:
+        """Nothing to upload ahead: the API writes the object when the records are posted."""
+        return StagedFlush([AppendOutcome(batch) for batch in batches if batch.records])
+
+    def commit_staged(self, staged: StagedFlush, producer_id: str | None) -> list[AppendOutcome]:
+        outcomes = staged.outcomes
         flush = next(self._flushes)
         by_topic: dict[str, list[AppendOutcome]] = {}
         for outcome in outcomes:

@@ -6,11 +6,17 @@ passed: it resolves partitions (Kafka's murmur2 for keys, sticky for null keys),
 slice per partition and hands them to the Appender, which writes one object and commits each
 partition. Idempotence is on by default (as in Kafka 3.0+): each partition gets the next
 sequence of this producer's id, so a commit that is retried never lands twice.
+
+Flushes are pipelined two deep: while the committer thread commits one flush, the sender
+thread encodes and uploads the next (Appender.stage). Sequences are assigned at commit time
+and commits run one flush at a time, in order, so order per partition is kept; at most two
+flushes beyond ``buffer_memory`` are in flight.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import secrets
 import threading
 import time
@@ -21,7 +27,12 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from objectlog.clients.delivery import Delivery, RecordFuture
+from objectlog.clients.delivery import (
+    Delivery,
+    PreparedDelivery,
+    RecordFuture,
+    settle_records,
+)
 from objectlog.clients.values import BatchResult
 from objectlog.clock import Clock, SystemClock
 from objectlog.errors import (
@@ -42,7 +53,7 @@ from objectlog.format.records import (
 )
 from objectlog.format.segment import slice_table
 from objectlog.format.topics import LOG_APPEND_TIME, Topic, validate_topic_name
-from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch
+from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch, StagedFlush
 from objectlog.services.columnar import (
     assign_partitions,
     check_partition,
@@ -58,6 +69,12 @@ class BatchAppender(Protocol):
 
     def append(
         self, batches: Sequence[PartitionBatch], producer_id: str | None
+    ) -> list[AppendOutcome]: ...
+
+    def stage(self, batches: Sequence[PartitionBatch]) -> StagedFlush: ...
+
+    def commit_staged(
+        self, staged: StagedFlush, producer_id: str | None
     ) -> list[AppendOutcome]: ...
 
     def last_sequence(self, topic: str, partition: int, producer_id: str) -> int | None: ...
@@ -122,8 +139,14 @@ class Producer:
         self._flush_now = False
         self._closed = False
         self._known_topics: set[str] = set()
+        # Staged flushes wait here for the committer: one at most, so two are in flight.
+        self._staged: queue.Queue[tuple[Delivery, PreparedDelivery | None] | None] = queue.Queue(1)
         self._sender = threading.Thread(target=self._run, name="objectlog-sender", daemon=True)
+        self._committer = threading.Thread(
+            target=self._commit_loop, name="objectlog-committer", daemon=True
+        )
         self._sender.start()
+        self._committer.start()
 
     # ---- the Kafka-shaped API ----------------------------------------------------------
 
@@ -241,6 +264,7 @@ class Producer:
             self._delivery.limit = -1
         self._wake.set()
         self._sender.join(timeout)
+        self._committer.join(timeout)
         self.appender.close()
 
     def __enter__(self) -> Producer:
@@ -276,7 +300,7 @@ class Producer:
                 lambda _: self.sticky.partition(info.name, info.partitions),
             )
         groups = table_batches(info, columns, partitions, self.clock.now_ms())
-        outcomes = self._append([batch for _, batch in groups])
+        outcomes = self._commit(self.appender.stage([batch for _, batch in groups]))
         offsets = np.empty(len(columns), dtype=np.int64)
         for outcome, (rows, _) in zip(outcomes, groups, strict=True):
             if outcome.error is not None:
@@ -299,22 +323,40 @@ class Producer:
             self._drained.wait(remaining)
 
     def _run(self) -> None:
+        """The sender thread: take each delivery and stage it (partition, encode, upload)."""
         while True:
             delivery = self._next_delivery()
             if delivery is None:
+                self._staged.put(None)
                 return
             delivery.metadata = [None] * delivery.count  # type: ignore[list-item]
+            prepared = None
             try:
-                self._deliver(delivery)
+                prepared = self._prepare(delivery)
             except Exception as e:  # never let the sender die silently
-                logger.exception("producer sender failed")
-                error = (
-                    e if isinstance(e, ObjectLogError) else UnknownOutcome(f"sender failed: {e}")
-                )
-                for position in range(delivery.count):
-                    delivery.errors[position] = error
+                self._fail(delivery, e)
+            self._staged.put((delivery, prepared))  # waits while the committer is busy
+
+    def _commit_loop(self) -> None:
+        """The committer thread: commit staged deliveries in order and settle them."""
+        while (item := self._staged.get()) is not None:
+            delivery, prepared = item
+            try:
+                if prepared is not None:
+                    outcomes = self._commit(prepared.staged)
+                    for outcome, positions in zip(outcomes, prepared.positions, strict=True):
+                        settle_records(delivery, outcome, positions)
+            except Exception as e:  # never let the committer die silently
+                self._fail(delivery, e)
             finally:
                 self._settle_delivery(delivery)
+
+    @staticmethod
+    def _fail(delivery: Delivery, e: Exception) -> None:
+        logger.exception("producer sender failed")
+        error = e if isinstance(e, ObjectLogError) else UnknownOutcome(f"sender failed: {e}")
+        for position in range(delivery.count):
+            delivery.errors[position] = error
 
     def _next_delivery(self) -> Delivery | None:
         while True:
@@ -357,7 +399,8 @@ class Producer:
             except Exception:
                 logger.exception("a send() callback raised")
 
-    def _deliver(self, delivery: Delivery) -> None:
+    def _prepare(self, delivery: Delivery) -> PreparedDelivery:
+        """Group the delivery's records into partition batches and stage them."""
         groups: dict[tuple[str, int], list[int]] = {}  # (topic, partition) -> positions
         topics: dict[str, Topic] = {}
         values, headers = delivery.values, delivery.headers
@@ -377,9 +420,7 @@ class Producer:
         batches = [
             self._batch(topics[t], p, delivery, positions) for (t, p), positions in groups.items()
         ]
-        outcomes = self._append(batches)
-        for outcome, positions in zip(outcomes, groups.values(), strict=True):
-            self._settle_records(delivery, outcome, positions)
+        return PreparedDelivery(self.appender.stage(batches), list(groups.values()))
 
     def _partition_of(self, info: Topic, partition: int | None, key: bytes | None) -> int:
         if partition is not None:
@@ -414,13 +455,14 @@ class Producer:
             ),
         )
 
-    def _append(self, batches: list[PartitionBatch]) -> list[AppendOutcome]:
-        """Assign sequences and append; sequences are serialized across both send paths."""
+    def _commit(self, staged: StagedFlush) -> list[AppendOutcome]:
+        """Assign sequences and commit; sequences are serialized across both send paths."""
+        batches = [outcome.batch for outcome in staged.outcomes]
         with self._commit_lock:
             for batch in batches:
                 batch.sequence = self._sequence_for(batch)
             try:
-                outcomes = self.appender.append(batches, self.producer_id)
+                outcomes = self.appender.commit_staged(staged, self.producer_id)
             except Exception:
                 # Some partitions may have committed before this: their outcome is unknown.
                 self._resync.update((b.topic.name, b.partition) for b in batches)
@@ -445,21 +487,6 @@ class Producer:
             self._sequences[key] = last + 1 if last is not None else self._sequences.get(key, 0)
             self._resync.discard(key)
         return self._sequences.get(key, 0)
-
-    @staticmethod
-    def _settle_records(delivery: Delivery, outcome: AppendOutcome, positions: list[int]) -> None:
-        """Write each record's outcome at its position in the delivery."""
-        if outcome.error is not None:
-            for position in positions:
-                delivery.errors[position] = outcome.error
-            return
-        assert outcome.base_offset is not None
-        batch = outcome.batch
-        topic, partition, base = batch.topic.name, batch.partition, outcome.base_offset
-        timestamps = batch.table.column("timestamp").cast(pa.int64()).to_pylist()
-        metadata = delivery.metadata
-        for index, position in enumerate(positions):
-            metadata[position] = RecordMetadata(topic, partition, base + index, timestamps[index])
 
 
 def _metadata_or_none(future: RecordFuture) -> RecordMetadata | None:

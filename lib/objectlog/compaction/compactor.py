@@ -436,7 +436,7 @@ class Compactor:
         retired = sorted({self._key(p.ref) for p in replaced} - {self._key(r) for r in index})
         previous = self.index.manifest_list(head.manifest_list) if head.manifest_list else None
         old_index = [head.manifest_list] if head.manifest_list else []
-        old_index += [e.key for e in previous.entries] if previous else []
+        old_index += [e.key for e in previous.entries if e.key] if previous else []
         listing = self.index.put_manifest_list(
             head.topic_id,
             head.partition,

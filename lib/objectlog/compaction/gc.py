@@ -110,8 +110,9 @@ class GarbageCollector:
             listing = self.index.manifest_list(head.manifest_list)
             keys.update(r.key for r in listing.retired if r.at_ms > grace_start)
             for entry in listing.entries:
-                keys.add(entry.key)
-                manifest = self.index.manifest(entry.key)
+                if entry.key:  # not an inline manifest
+                    keys.add(entry.key)
+                manifest = self.index.manifest_of(entry)
                 keys.update(object_key(self.prefix, r.level, r.object_id) for r in manifest.refs)
         if self.tables is not None:
             keys.update(_bucket_key(uri) for uri in self.tables.retained_keys())

@@ -6,13 +6,21 @@
 A ref's base offset is implied: the tail's refs start at tail_base and follow each other;
 a manifest records the base of its first ref. ``span`` is how many offsets a ref covers and
 ``records`` how many records it holds (fewer after key compaction).
+
+Two layouts of the list, both read everywhere:
+
+- layout 1 (before issue 18): every entry names a manifest object;
+- layout 2: the newest manifest, the one spills grow, is held in the list itself (an inline
+  entry: ``key`` empty, ``inline`` its refs) until it is full, and only then written as a
+  manifest object of its own. A spill therefore writes one object, not two.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 LEVEL_L0 = 0
 LEVEL_L1 = 1
@@ -109,7 +117,8 @@ class Manifest:
 
 @dataclass(frozen=True, slots=True)
 class ManifestEntry:
-    """A manifest list's summary of one manifest."""
+    """A manifest list's summary of one manifest: a manifest object (``key``), or the refs
+    themselves (``inline``, layout 2's newest manifest; ``key`` is then empty)."""
 
     key: str
     base_offset: int
@@ -118,6 +127,7 @@ class ManifestEntry:
     bytes: int
     min_timestamp: int
     max_timestamp: int
+    inline: tuple[SegmentRef, ...] | None = None
 
     @classmethod
     def summarize(cls, key: str, manifest: Manifest) -> ManifestEntry:
@@ -130,6 +140,31 @@ class ManifestEntry:
             min_timestamp=min((r.min_timestamp for r in manifest.refs), default=0),
             max_timestamp=max((r.max_timestamp for r in manifest.refs), default=0),
         )
+
+    @classmethod
+    def holding(cls, manifest: Manifest) -> ManifestEntry:
+        """An inline entry: the manifest kept in the list itself."""
+        return replace(cls.summarize("", manifest), inline=manifest.refs)
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The manifest an inline entry holds; None for one that names an object."""
+        return None if self.inline is None else Manifest(self.base_offset, self.inline)
+
+    def to_dict(self) -> dict[str, object]:
+        body: dict[str, object] = {name: getattr(self, name) for name in SUMMARY_FIELDS}
+        if self.inline is not None:
+            body["inline"] = [ref.encode() for ref in self.inline]
+        return body
+
+    @classmethod
+    def from_dict(cls, body: dict[str, Any]) -> ManifestEntry:
+        inline = body.pop("inline", None)
+        refs = None if inline is None else tuple(SegmentRef.decode(r) for r in inline)
+        return cls(**body, inline=refs)
+
+
+SUMMARY_FIELDS = tuple(name for name in ManifestEntry.__slots__ if name != "inline")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +185,7 @@ class ManifestList:
     retired: tuple[Retired, ...] = ()
 
     def to_json(self) -> bytes:
-        body: dict[str, object] = {"manifests": [vars_of(entry) for entry in self.entries]}
+        body: dict[str, object] = {"manifests": [entry.to_dict() for entry in self.entries]}
         if self.retired:
             body["retired"] = [[r.key, r.at_ms] for r in self.retired]
         return json.dumps(body, separators=(",", ":")).encode()
@@ -159,7 +194,7 @@ class ManifestList:
     def from_json(cls, data: bytes) -> ManifestList:
         body = json.loads(data)
         return cls(
-            tuple(ManifestEntry(**entry) for entry in body["manifests"]),
+            tuple(ManifestEntry.from_dict(entry) for entry in body["manifests"]),
             tuple(Retired(key, at) for key, at in body.get("retired", [])),
         )
 
@@ -178,7 +213,3 @@ class ManifestList:
             else:
                 hi = mid
         yield from self.entries[lo:]
-
-
-def vars_of(entry: ManifestEntry) -> dict[str, object]:
-    return {name: getattr(entry, name) for name in ManifestEntry.__slots__}

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -76,6 +76,16 @@ class AppendOutcome:
     duplicate: bool = False
     error: ObjectLogError | None = None
     head: PartitionHead | None = None
+
+
+@dataclass
+class StagedFlush:
+    """A flush whose object is written (object_id set) or failed (every outcome's error set),
+    not yet committed: Appender.stage's answer, Appender.commit_staged's input."""
+
+    outcomes: list[AppendOutcome]
+    refs: list[SegmentRef] = field(default_factory=list)
+    object_id: str | None = None
 
 
 @dataclass
@@ -135,18 +145,30 @@ class Appender:
         self, batches: Sequence[PartitionBatch], producer_id: str | None
     ) -> list[AppendOutcome]:
         """Write the batches as one object and commit each partition; never raises per batch."""
+        return self.commit_staged(self.stage(batches), producer_id)
+
+    def stage(self, batches: Sequence[PartitionBatch]) -> StagedFlush:
+        """Step 1 of append: encode and upload the object; never raises per batch. A producer
+        stages its next flush while the previous one commits (sequences are assigned between
+        the two steps, so they follow commit order)."""
         outcomes = [AppendOutcome(batch) for batch in batches if batch.records]
+        staged = StagedFlush(outcomes)
         if not outcomes:
-            return []
+            return staged
         try:
-            refs_out: list[SegmentRef] = []
-            object_id = self._upload([o.batch for o in outcomes], refs_out)
+            staged.object_id = self._upload([o.batch for o in outcomes], staged.refs)
         except ObjectLogError as e:
             for outcome in outcomes:
                 outcome.error = e
+        return staged
+
+    def commit_staged(self, staged: StagedFlush, producer_id: str | None) -> list[AppendOutcome]:
+        """Step 2 of append: commit each partition of a staged flush, then spill grown heads."""
+        outcomes, object_id = staged.outcomes, staged.object_id
+        if object_id is None:
             return outcomes
         started = time.perf_counter()
-        jobs = list(zip(outcomes, refs_out, strict=True))
+        jobs = list(zip(outcomes, staged.refs, strict=True))
         if len(jobs) == 1:
             self._commit(jobs[0][0], jobs[0][1], object_id, producer_id)
         else:

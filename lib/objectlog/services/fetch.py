@@ -1,8 +1,9 @@
 """The read path: head -> refs (tail, or manifests) -> ranged GETs -> Arrow -> records.
 
-A fetch reads whole slices (one ranged GET each, issued concurrently across segments and
-partitions), turns L0 positions into absolute offsets and trims to the caller's limits. An
-object that disappeared because a compaction swap replaced it is re-resolved through the head.
+A fetch reads whole slices (ranged GETs issued concurrently across segments and partitions;
+slices side by side in one object share a GET), turns L0 positions into absolute offsets and
+trims to the caller's limits. An object that disappeared because a compaction swap replaced it
+is re-resolved through the head.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ DEFAULT_MAX_BYTES = 1 << 20
 SLICE_CACHE_BYTES = 128 << 20
 SLICE_CACHE_ENTRIES = 8192
 RESOLVE_ATTEMPTS = 3
+MAX_COALESCED_BYTES = 8 << 20  # adjacent slices read with one GET, up to this many bytes
 POLL_START_S = 0.01
 POLL_MAX_S = 0.1
 
@@ -236,21 +238,32 @@ class Reader:
             wanted = [wanted[i] for i in kept]
             wanted_refs = [wanted_refs[i] for i in kept]
 
-        def decode(index: int, data: bytes) -> pa.Table | _Undecodable:
-            # Runs as each GET completes, while the others are still in flight.
-            try:
-                return self._decode(wanted_refs[index], data)
-            except Exception as e:
-                return _Undecodable(e)
+        runs = coalesce(wanted)
 
-        for key, result in zip(wanted, self.read_many(wanted, decode), strict=True):
-            if isinstance(result, _Undecodable):
-                raise result.error
-            if isinstance(result, ObjectLogError):
-                failed[key] = result
-            else:
-                tables_by_range[key] = result
-                self._slices.put(key, result)
+        def decode(index: int, data: bytes) -> list[pa.Table | _Undecodable]:
+            # Runs as each GET completes, while the others are still in flight.
+            run, view, decoded = runs[index], memoryview(data), []
+            for member in run.members:
+                _, start, length = wanted[member]
+                piece = view[start - run.start : start - run.start + length]
+                try:
+                    decoded.append(self._decode(wanted_refs[member], piece))
+                except Exception as e:
+                    decoded.append(_Undecodable(e))
+            return decoded
+
+        read = self.read_many([run.range for run in runs], decode)
+        for run, result in zip(runs, read, strict=True):
+            pieces = result if isinstance(result, list) else [result] * len(run.members)
+            for member, piece in zip(run.members, pieces, strict=True):
+                key = wanted[member]
+                if isinstance(piece, _Undecodable):
+                    raise piece.error
+                if isinstance(piece, ObjectLogError):
+                    failed[key] = piece
+                else:
+                    tables_by_range[key] = piece
+                    self._slices.put(key, piece)
         tables: dict[int, list[pa.Table]] = {}
         missing: dict[int, ObjectLogError] = {}
         for i, placed_refs in plans.items():
@@ -270,7 +283,7 @@ class Reader:
         ref = placed.ref
         return object_key(self.prefix, ref.level, ref.object_id), ref.start, ref.length
 
-    def _decode(self, placed: PlacedRef, data: bytes) -> pa.Table:
+    def _decode(self, placed: PlacedRef, data: bytes | memoryview) -> pa.Table:
         return decode_ref(placed, data, self.footers, self.prefix)
 
     def _load_footers(
@@ -312,6 +325,40 @@ class Reader:
             high_watermark=head.next_offset,
             log_start_offset=head.log_start_offset,
         )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Adjacent ranges of one object read with one GET: members index the ranges, in order."""
+
+    key: str
+    start: int
+    length: int
+    members: tuple[int, ...]
+
+    @property
+    def range(self) -> tuple[str, int, int]:
+        return self.key, self.start, self.length
+
+
+def coalesce(ranges: Sequence[tuple[str, int, int]]) -> list[_Run]:
+    """Ranges that follow each other in one object, joined into runs of at most
+    MAX_COALESCED_BYTES: one GET for the slices of several partitions that one flush wrote
+    side by side, or for consecutive row groups of an L1 file (GETs are billed per request)."""
+    runs: list[_Run] = []
+    for i in sorted(range(len(ranges)), key=ranges.__getitem__):
+        key, start, length = ranges[i]
+        last = runs[-1] if runs else None
+        if (
+            last is not None
+            and last.key == key
+            and last.start + last.length == start
+            and last.length + length <= MAX_COALESCED_BYTES
+        ):
+            runs[-1] = _Run(key, last.start, last.length + length, (*last.members, i))
+        else:
+            runs.append(_Run(key, start, length, (i,)))
+    return runs
 
 
 def slice_cache() -> LruCache[tuple[str, int, int], pa.Table]:

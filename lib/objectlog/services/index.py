@@ -23,7 +23,8 @@ from objectlog.stores.objects import ObjectStore
 # A head holds at most TAIL_MAX refs before whoever notices spills all but TAIL_KEEP of them.
 TAIL_MAX = 16
 TAIL_KEEP = 2
-# The newest manifest absorbs spills until it holds this many refs; then a new one starts.
+# The newest manifest, held in the manifest list, absorbs spills until it would pass this many
+# refs; then it is written as a manifest object of its own and a new one starts.
 MANIFEST_MAX_REFS = 512
 # Producer state kept in a head: at most this many producers, none unused for longer.
 PRODUCER_CAP = 24
@@ -57,20 +58,27 @@ class IndexStore:
     def manifest(self, key: str) -> Manifest:
         return self._manifests.get_or_load(key, lambda: Manifest.from_json(self.store.get(key)))
 
-    def _placed_manifest(self, key: str) -> tuple[tuple[PlacedRef, ...], list[int]]:
+    def manifest_of(self, entry: ManifestEntry) -> Manifest:
+        """The manifest an entry summarizes: held inline, or read from its object."""
+        return entry.manifest or self.manifest(entry.key)
+
+    def _placed_manifest(
+        self, list_key: str, entry: ManifestEntry
+    ) -> tuple[tuple[PlacedRef, ...], list[int]]:
         """A manifest's refs with their offsets, and their end offsets for bisecting."""
 
         def load() -> tuple[tuple[PlacedRef, ...], list[int]]:
-            placed = tuple(self.manifest(key).placed())
+            placed = tuple(self.manifest_of(entry).placed())
             return placed, [p.end_offset for p in placed]
 
-        return self._placed.get_or_load(key, load)
+        # Lists and manifests are immutable, so an inline manifest is named by its list.
+        return self._placed.get_or_load(entry.key or f"{list_key}#inline", load)
 
     def placed_refs(self, head: PartitionHead, from_offset: int) -> Iterator[PlacedRef]:
         """Refs covering from_offset onwards, in offset order: manifests first, then the tail."""
         if from_offset < head.tail_base and head.manifest_list:
             for entry in self.manifest_list(head.manifest_list).covering(from_offset):
-                placed_refs, ends = self._placed_manifest(entry.key)
+                placed_refs, ends = self._placed_manifest(head.manifest_list, entry)
                 for placed in placed_refs[bisect.bisect_right(ends, from_offset) :]:
                     if placed.base_offset >= head.tail_base:
                         break
@@ -96,33 +104,36 @@ class IndexStore:
         return len(head.tail) > TAIL_MAX
 
     def spill(self, head: PartitionHead, keep: int = TAIL_KEEP) -> bool:
-        """Move all but the newest keep tail refs into a manifest; False if we lost a race."""
+        """Move all but the newest keep tail refs into the index; False if we lost a race.
+
+        The moved refs join the list's inline manifest (one new object: the list), which is
+        written out as a manifest object of its own once it would pass MANIFEST_MAX_REFS.
+        """
         moved = head.tail[: max(0, len(head.tail) - keep)]
         if not moved:
             return False
+        created = self.clock.now_ms()  # no later than the objects written below (GC horizon)
         previous = self.manifest_list(head.manifest_list) if head.manifest_list else None
         entries = list(previous.entries) if previous else []
-        retired = [head.manifest_list] if head.manifest_list else []
-        manifest = Manifest(head.tail_base, tuple(moved))
-        last = entries[-1] if entries else None
-        if (
-            last
-            and last.end_offset == head.tail_base
-            and last.refs + len(moved) <= MANIFEST_MAX_REFS
-        ):
-            manifest = Manifest(last.base_offset, self.manifest(last.key).refs + tuple(moved))
+        open_manifest = Manifest(head.tail_base, tuple(moved))
+        last = entries[-1].manifest if entries else None
+        if last is not None:  # the inline manifest: grow it, or write it out and start anew
             entries.pop()
-            retired.append(last.key)
-        topic_id, partition = head.topic_id, head.partition
-        created = self.clock.now_ms()
-        mkey = self.put_manifest(topic_id, partition, manifest)
-        entries.append(ManifestEntry.summarize(mkey, manifest))
+            if last.end_offset == head.tail_base and len(last.refs) + len(moved) <= (
+                MANIFEST_MAX_REFS
+            ):
+                open_manifest = Manifest(last.base_offset, last.refs + tuple(moved))
+            else:
+                key = self.put_manifest(head.topic_id, head.partition, last)
+                entries.append(ManifestEntry.summarize(key, last))
+        entries.append(ManifestEntry.holding(open_manifest))
+        retired = [head.manifest_list] if head.manifest_list else []
         lkey = self.put_manifest_list(
-            topic_id, partition, entries, self.retiring(previous, retired)
+            head.topic_id, head.partition, entries, self.retiring(previous, retired)
         )
         done = self.metadata.spill(
             head.topic,
-            partition,
+            head.partition,
             expected_epoch=head.index_epoch,
             refs_removed=len(moved),
             span_removed=sum(ref.span for ref in moved),
