@@ -278,7 +278,9 @@ class Workload:
             pause_s = (self.config.gc_min_age_ms + 800) / 1000
             f.delay(dynamodb, "UpdateItem", pause_s, share=0.1, when=commits)
         if role == "compactor" and self._on("compactor-killed"):
-            f.crash_before(s3, "PutObject", share=share, when=l1_or_index_puts)
+            # Three times the share: a compactor makes few PUTs (a spill writes one object since
+            # issue 18), and a run must see this fault at least once.
+            f.crash_before(s3, "PutObject", share=3 * share, when=l1_or_index_puts)
         if role == "compactor" and self._on("paused-lease-holder"):
             hold_s = self.config.lease_ttl_ms * 2 / 1000
             f.pause(dynamodb, "UpdateItem", share=0.2, times=None, when=swaps, hold_s=hold_s)
