@@ -129,6 +129,11 @@ def swaps(params: Any) -> bool:
     return "SET ml = :ml, lso = :lso" in str(params.get("UpdateExpression", ""))
 
 
+# While the groups drain, the library's and REST Proxy members read this many times more per
+# poll, as a client catching up would: a poll costs the same few requests whatever it returns.
+DRAIN_READ_SCALE = 8
+
+
 def l1_or_index_puts(params: Any) -> bool:
     key = str(params.get("Key", ""))
     return "/partition=" in key or "/m-" in key or "/l-" in key
@@ -465,12 +470,17 @@ class Workload:
             on_revoke=moved,
             on_lost=moved,
         )
-        crash = rng.random() < 0.5
+        crash = rng.random() < 0.5 and not self.stop_producing.is_set()  # none while draining
         life = rng.randint(5, 40)  # polls before it crashes or leaves
         polls = 0
-        while polls < life and not self.stop_consuming.is_set():
+        # While the group drains, a member lives on, as the Kafka and REST Proxy members do.
+        max_records = consumer.max_poll_records
+        while not self.stop_consuming.is_set() and (polls < life or self.stop_producing.is_set()):
+            draining = self.stop_producing.is_set()
             try:
-                records = consumer.poll(timeout=0.2)
+                records = consumer.poll(
+                    timeout=0.2, max_records=max_records * (DRAIN_READ_SCALE if draining else 1)
+                )
             except ObjectLogError as e:
                 if not e.kind.retriable:
                     raise
@@ -592,7 +602,7 @@ class Workload:
         while not self.stop_consuming.is_set() and (reads < life or self.stop_producing.is_set()):
             reads += 1
             try:
-                records = member.read()
+                records = member.read(DRAIN_READ_SCALE if self.stop_producing.is_set() else 1)
             except RestError:
                 # The read may have moved the instance's positions past records it never
                 # showed: start again from the group's committed offsets, as a careful
@@ -698,9 +708,9 @@ class RestMember:
         self.base = self._call("POST", self.base, settings).json()["base_uri"]
         self._call("POST", f"{self.base}/subscription", {"topics": [TOPIC]})
 
-    def read(self) -> list[tuple[int, int, bytes | None]]:
+    def read(self, scale: int = 1) -> list[tuple[int, int, bytes | None]]:
         accept = "application/vnd.kafka.binary.v2+json"
-        query = f"timeout=200&max_bytes={self.max_bytes}"
+        query = f"timeout=200&max_bytes={self.max_bytes * scale}"
         answer = self._call("GET", f"{self.base}/records?{query}", accept=accept).json()
         self._observe_membership()
         return [
