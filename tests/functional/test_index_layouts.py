@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 
 from objectlog import ObjectLog
-from objectlog.compaction.compactor import CompactionSettings
 from objectlog.compaction.maintenance import collector_for, run_maintenance
+from tests.fixtures.make_index_v1 import SMALL, TOPIC, produce
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "index_v1"
-TOPIC = "legacy"
-SMALL = CompactionSettings(target_file_bytes=2 << 10, row_group_bytes=1 << 10)
 WRITTEN = 162  # records per partition in the fixture (make_index_v1.py)
 
 
@@ -41,18 +39,8 @@ def read_all(log: ObjectLog, partition: int) -> list[tuple[int, bytes | None, by
 
 
 def expected(partition: int, count: int) -> list[tuple[int, bytes | None, bytes | None]]:
+    """What make_index_v1's produce() wrote: values p<partition>-<n>, keys k<n % 5>."""
     return [(n, b"k%d" % (n % 5), b"p%d-%d" % (partition, n)) for n in range(count)]
-
-
-def produce(log: ObjectLog, partition: int, flushes: int, start: int) -> None:
-    n = start
-    with log.producer(linger_ms=0) as producer:
-        for _ in range(flushes):
-            for _ in range(3):
-                value, key = b"p%d-%d" % (partition, n), b"k%d" % (n % 5)
-                producer.send(TOPIC, value, key=key, partition=partition)
-                n += 1
-            producer.flush()
 
 
 def list_layout(log: ObjectLog, partition: int) -> list[str]:
