@@ -47,7 +47,24 @@ def imported_names(tree: ast.AST, module: str, is_package: bool) -> Iterator[str
 
 
 def file_imports(path: Path, module: str, is_package: bool) -> Iterator[str]:
-    yield from imported_names(ast.parse(path.read_text(), str(path)), module, is_package)
+    yield from imported_names(parse(path.read_text(), str(path)), module, is_package)
+
+
+PARSE_ATTEMPTS = 3
+
+
+def parse(source: str, filename: str) -> ast.Module:
+    """ast.parse, again after CPython 3.11's "AST constructor recursion depth mismatch": its
+    AST conversion keeps one recursion counter for all threads, so a parse racing another
+    thread's (pytest rewriting a test module while the test run's early deployment packages
+    in the background) can fail spuriously (reported upstream as python/cpython#106905)."""
+    for attempt in range(PARSE_ATTEMPTS):
+        try:
+            return ast.parse(source, filename)
+        except SystemError:
+            if attempt == PARSE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def third_party_top(name: str) -> str | None:
