@@ -64,11 +64,6 @@ class HttpAppender:
     def last_sequence(self, topic: str, partition: int, producer_id: str) -> int | None:
         return None  # the API's Idempotency-Key, not sequences, deduplicates HTTP produce
 
-    def append(
-        self, batches: Sequence[PartitionBatch], producer_id: str | None
-    ) -> list[AppendOutcome]:
-        return self.commit_staged(self.stage(batches), producer_id)
-
     def stage(self, batches: Sequence[PartitionBatch]) -> StagedFlush:
         """Nothing to upload ahead: the API writes the object when the records are posted."""
         return StagedFlush([AppendOutcome(batch) for batch in batches if batch.records])

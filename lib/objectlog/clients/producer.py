@@ -67,10 +67,6 @@ class BatchAppender(Protocol):
 
     stats: AppendStats
 
-    def append(
-        self, batches: Sequence[PartitionBatch], producer_id: str | None
-    ) -> list[AppendOutcome]: ...
-
     def stage(self, batches: Sequence[PartitionBatch]) -> StagedFlush: ...
 
     def commit_staged(
