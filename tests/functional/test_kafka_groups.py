@@ -5,6 +5,7 @@ group API."""
 from __future__ import annotations
 
 import datetime
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,13 @@ from tests.functional.test_kafka_agent import exchange, frame
 
 TOPIC = "events"
 PARTITIONS = 4
+
+
+@pytest.fixture(autouse=True)
+def rebalance_story(caplog: pytest.LogCaptureFixture) -> None:
+    """The clients' and the agent's account of each rebalance, shown when a test fails."""
+    caplog.set_level(logging.INFO, logger="kafka.coordinator")
+    caplog.set_level(logging.INFO, logger="objectlog.kafka")
 
 
 @pytest.fixture
@@ -144,6 +152,8 @@ def test_kip_848_members_share_partitions_and_the_survivor_resumes_at_the_commit
     for member in members:
         member.subscribe([TOPIC])
 
+    refused: list[Any] = []  # commits answered with a partition's error
+
     def consume(consumers: list[Any], until: int) -> list[tuple[int, int]]:
         seen: list[tuple[int, int]] = []
         deadline = time.monotonic() + 30
@@ -152,15 +162,18 @@ def test_kip_848_members_share_partitions_and_the_survivor_resumes_at_the_commit
                 message = consumer.poll(0.1)
                 if message is not None and not message.error():
                     seen.append((message.partition(), message.offset()))
-                    consumer.commit(message, asynchronous=False)
+                    answer = consumer.commit(message, asynchronous=False)
+                    refused.extend(tp for tp in answer or () if tp.error)
         return seen
 
     first = consume(members, 40)
+    assert not refused
     assert sorted(first) == [(p, o) for p in range(PARTITIONS) for o in range(10)]
     assert [len(m.assignment()) for m in members] == [2, 2]
     members[0].close()  # leaves: its partitions move to the other at their commits
     produce(log, per_partition=2, start=10)
     second = consume(members[1:], 8)
+    assert not refused
     assert sorted(second) == [(p, o) for p in range(PARTITIONS) for o in (10, 11)]
     members[1].close()
     description = log.groups.describe("kip848")

@@ -12,6 +12,12 @@ as pending until they join or a session timeout passes. A JoinGroup naming any o
 the group does not know (a member the group dropped) is refused with UNKNOWN_MEMBER_ID, as
 Kafka's coordinator refuses it: the client then knows it lost its partitions and joins anew,
 instead of carrying positions from its old membership into the new one.
+
+A member waiting on the group is alive, as in Kafka's coordinator, since clients do not
+heartbeat while they wait: one whose JoinGroup waits for the others (bounded by the rebalance
+timeout), or whose SyncGroup waits for the leader's. A member that has its JoinGroup answer but
+has not sent SyncGroup has a session from the moment the join completed, so a leader that never
+assigns is dropped and the group rebalances without it.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ class Member:
     joined: int  # the generation it has joined for
     seen_ms: int
     assignment: str | None = None  # base64, set by the leader's SyncGroup
+    synced: int = 0  # the generation of its last SyncGroup
 
     def metadata(self, protocol: str) -> bytes:
         for name, data in self.protocols:
@@ -58,6 +65,7 @@ class ClassicGroup:
     protocol: str | None = None
     leader: str | None = None
     deadline_ms: int = 0  # PreparingRebalance: when members that did not rejoin are dropped
+    completed_ms: int = 0  # when the last join completed (the JoinGroup answers' time)
     members: dict[str, Member] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)  # member id handed out -> expiry ms
 
@@ -90,7 +98,7 @@ def encode(data: bytes) -> str:
 def expire(group: ClassicGroup, now_ms: int) -> bool:
     """Drop members whose session lapsed, pending member ids never used, and finish a
     rebalance past its deadline; True if anything changed."""
-    lapsed = [m for m in group.members.values() if m.seen_ms + m.session_timeout_ms < now_ms]
+    lapsed = [m for m in group.members.values() if session_lapsed(group, m, now_ms)]
     for member in lapsed:
         del group.members[member.member_id]
     unused = [member_id for member_id, until in group.pending.items() if until < now_ms]
@@ -102,9 +110,18 @@ def expire(group: ClassicGroup, now_ms: int) -> bool:
     if group.phase == PREPARING and (now_ms >= group.deadline_ms or all_joined(group)):
         for member in [m for m in group.members.values() if m.joined <= group.generation]:
             del group.members[member.member_id]
-        complete_join(group)
+        complete_join(group, now_ms)
         changed = True
     return changed
+
+
+def session_lapsed(group: ClassicGroup, member: Member, now_ms: int) -> bool:
+    """Whether the member's session has lapsed; never while it waits on the group."""
+    if group.phase == PREPARING and member.joined > group.generation:
+        return False  # its JoinGroup waits for the others
+    if group.phase == COMPLETING and member.synced == group.generation:
+        return False  # its SyncGroup waits for the leader's
+    return max(member.seen_ms, group.completed_ms) + member.session_timeout_ms < now_ms
 
 
 def start_rebalance(group: ClassicGroup, now_ms: int) -> None:
@@ -121,8 +138,9 @@ def all_joined(group: ClassicGroup) -> bool:
     return all(m.joined > group.generation for m in group.members.values())
 
 
-def complete_join(group: ClassicGroup) -> None:
+def complete_join(group: ClassicGroup, now_ms: int) -> None:
     group.generation += 1
+    group.completed_ms = now_ms
     for member in group.members.values():
         member.assignment = None
     if not group.members:
@@ -174,7 +192,7 @@ def join(group: ClassicGroup, member: Member, now_ms: int) -> None:
     if group.phase != PREPARING:
         start_rebalance(group, now_ms)
     if all_joined(group):
-        complete_join(group)
+        complete_join(group, now_ms)
 
 
 def leave(group: ClassicGroup, member_ids: list[str], now_ms: int) -> list[str]:
@@ -185,7 +203,7 @@ def leave(group: ClassicGroup, member_ids: list[str], now_ms: int) -> list[str]:
     if len(unknown) < len(member_ids):
         start_rebalance(group, now_ms)
         if group.phase == PREPARING and all_joined(group):
-            complete_join(group)
+            complete_join(group, now_ms)
     return unknown
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ from objectlog.kafka.wire import Request
 from objectlog.stores.documents import ABSENT
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 WRITE_TRIES = 20
 WAIT_S = (0.02, 0.25)  # a waiting JoinGroup or SyncGroup reads the group again this often
 MEMBER_ID_REQUIRED_FROM = 4  # JoinGroup version
@@ -71,6 +73,7 @@ class GroupsApi:
         is one a retry finds already made."""
         for _ in range(WRITE_TRIES):
             group, version = self._read(group_id)
+            before = _summary(group)
             now = self._now()
             classic.expire(group, now)
             result = change(group, now)
@@ -83,6 +86,8 @@ class GroupsApi:
             except ObjectLogError as e:
                 raise GroupError(ErrorCode.coordinator_not_available) from e
             if written:
+                if _summary(group) != before:
+                    logger.info("group %s: %s (was %s)", group_id, _summary(group), before)
                 return result
         raise GroupError(ErrorCode.coordinator_load_in_progress)
 
@@ -198,7 +203,7 @@ class GroupsApi:
 
         def synced(group: ClassicGroup, now: int) -> None:
             member = _checked_member(group, body.member_id, body.generation_id)
-            member.seen_ms = now
+            member.seen_ms, member.synced = now, body.generation_id
             if group.phase == PREPARING:
                 raise GroupError(ErrorCode.rebalance_in_progress)
             if body.member_id == group.leader and group.phase == COMPLETING:
@@ -400,6 +405,11 @@ class GroupsApi:
             for topic in topics
             for partition in topic.partition_indexes
         ]
+
+
+def _summary(group: ClassicGroup) -> str:
+    """The group's generation, phase and members, for the log."""
+    return f"generation {group.generation} {group.phase} members {sorted(group.members)}"
 
 
 def _checked_member(group: ClassicGroup, member_id: str, generation: int) -> Member:

@@ -1,0 +1,80 @@
+"""The classic group protocol's transitions (kafka.classic): sessions of members that wait on
+the group, as Kafka's coordinator counts them."""
+
+from __future__ import annotations
+
+from objectlog.kafka import classic
+from objectlog.kafka.classic import COMPLETING, PREPARING, STABLE, ClassicGroup, Member
+
+SESSION_MS = 6_000
+REBALANCE_MS = 30_000
+
+
+def member(member_id: str) -> Member:
+    return Member(
+        member_id=member_id,
+        client_id=member_id,
+        instance_id=None,
+        session_timeout_ms=SESSION_MS,
+        rebalance_timeout_ms=REBALANCE_MS,
+        protocols=[("range", "")],
+        joined=0,
+        seen_ms=0,
+    )
+
+
+def stable_group_of_one() -> ClassicGroup:
+    group = ClassicGroup()
+    classic.join(group, member("first"), now_ms=0)
+    classic.sync(group, "first", {"first": b"all"})
+    assert group.phase == STABLE and group.leader == "first"
+    return group
+
+
+def test_a_member_whose_join_waits_for_the_others_outlives_its_session() -> None:
+    group = stable_group_of_one()
+    classic.join(group, member("second"), now_ms=1_000)  # waits for first to rejoin
+    assert group.phase == PREPARING
+    group.members["first"].seen_ms = 9_000  # first heartbeats, learns of the rebalance
+    assert not classic.expire(group, now_ms=10_000)  # second's session would have lapsed
+    assert set(group.members) == {"first", "second"}
+    classic.join(group, member("first"), now_ms=12_000)
+    assert group.phase == COMPLETING and set(group.members) == {"first", "second"}
+
+
+def test_a_member_that_never_rejoins_is_dropped_at_the_rebalance_deadline() -> None:
+    group = stable_group_of_one()
+    classic.join(group, member("second"), now_ms=20_000)
+    group.members["first"].seen_ms = 20_000 + REBALANCE_MS - 1  # heartbeats, never rejoins
+    classic.expire(group, now_ms=20_000 + REBALANCE_MS - 1)
+    assert group.phase == PREPARING
+    assert classic.expire(group, now_ms=20_000 + REBALANCE_MS)
+    assert group.phase == COMPLETING and set(group.members) == {"second"}
+
+
+def test_a_follower_waiting_for_the_leaders_sync_outlives_its_session() -> None:
+    group = stable_group_of_one()
+    classic.join(group, member("second"), now_ms=1_000)
+    classic.join(group, member("first"), now_ms=2_000)  # completes: first leads
+    group.members["second"].seen_ms, group.members["second"].synced = 2_000, group.generation
+    group.members["first"].seen_ms = 7_000  # the leader heartbeats while it assigns
+    classic.expire(group, now_ms=2_000 + SESSION_MS + 1)
+    assert group.phase == COMPLETING and set(group.members) == {"first", "second"}
+
+
+def test_a_leader_that_never_syncs_is_dropped_a_session_after_the_join_completed() -> None:
+    group = stable_group_of_one()
+    classic.join(group, member("second"), now_ms=1_000)
+    classic.join(group, member("first"), now_ms=2_000)
+    group.members["second"].seen_ms, group.members["second"].synced = 2_000, group.generation
+    assert not classic.expire(group, now_ms=2_000 + SESSION_MS)
+    assert classic.expire(group, now_ms=2_000 + SESSION_MS + 1)
+    assert "first" not in group.members and group.phase == PREPARING  # second rejoins next
+
+
+def test_a_stable_member_that_stops_heartbeating_lapses() -> None:
+    group = stable_group_of_one()
+    group.members["first"].seen_ms = 5_000
+    assert not classic.expire(group, now_ms=5_000 + SESSION_MS)
+    assert classic.expire(group, now_ms=5_000 + SESSION_MS + 1)
+    assert not group.members
