@@ -1,10 +1,12 @@
 """A consumer shaped like Kafka's: subscribe (group) or assign, poll, commit, seek, pause.
 
-There is no background thread: poll() heartbeats and auto-commits, so the time between two
-polls must stay under the session timeout (Kafka's max.poll.interval.ms, folded into one
-setting). With enable_auto_commit, poll() commits the positions of the records the previous
-poll returned, so a record is committed only once the application asked for more: at least
-once, as in Kafka.
+poll() heartbeats and auto-commits, so the time between two polls must stay under the session
+timeout (Kafka's max.poll.interval.ms, folded into one setting). With enable_auto_commit, poll()
+commits the positions of the records the previous poll returned, so a record is committed only
+once the application asked for more: at least once, as in Kafka. Records are fetched ahead on a
+background thread while the application processes (clients.fetch_ahead; fetch_ahead_bytes=0
+fetches in poll() instead), and poll_table() returns them as one Arrow table, without a Python
+object per record.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
+import pyarrow as pa
+
 from objectlog.clients.consumer_state import ConsumerState
+from objectlog.clients.fetch_ahead import FetchAhead, FetchFailed, first_rows, rows_within
 from objectlog.clients.values import Offsets
 from objectlog.errors import InvalidRequest, ObjectLogError, OffsetOutOfRange, UnknownMemberId
 from objectlog.format.records import Record
+from objectlog.format.segment import SCHEMA
 from objectlog.format.topics import Topic
 from objectlog.groups.assignors import DEFAULT_STRATEGIES
 from objectlog.groups.values import (
@@ -143,6 +149,7 @@ class Consumer:
         client_id: str = "objectlog",
         max_poll_records: int = 500,
         max_partition_fetch_bytes: int = 1 << 20,
+        fetch_ahead_bytes: int | None = None,
         on_assign: Rebalance | None = None,
         on_revoke: Rebalance | None = None,
         on_lost: Rebalance | None = None,
@@ -163,6 +170,12 @@ class Consumer:
         ):
             if type(value) is not int or value <= 0:
                 raise InvalidRequest(f"{name} must be a positive integer", field=name)
+        if fetch_ahead_bytes is None:
+            fetch_ahead_bytes = max_partition_fetch_bytes
+        if type(fetch_ahead_bytes) is not int or fetch_ahead_bytes < 0:
+            raise InvalidRequest(
+                "fetch_ahead_bytes must be a non-negative integer", field="fetch_ahead_bytes"
+            )
         self.log = log
         self.group = group
         self.auto_offset_reset = auto_offset_reset
@@ -184,6 +197,12 @@ class Consumer:
         self._next_heartbeat = 0.0
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval_s
         self._rotation = 0
+        self._ahead = FetchAhead(
+            log.fetch_many,
+            request_bytes=max_partition_fetch_bytes,
+            limit_bytes=fetch_ahead_bytes,
+            background=fetch_ahead_bytes > 0,
+        )
         self._closed = False
         if topics is not None:
             self.subscribe(topics)
@@ -251,60 +270,82 @@ class Consumer:
 
         max_bytes bounds the keys and values returned (at least one record is, as in Kafka).
         """
+        return [
+            record for result in self._poll(timeout, max_records, max_bytes) for record in result
+        ]
+
+    def poll_table(
+        self, timeout: float = 1.0, max_records: int | None = None, max_bytes: int | None = None
+    ) -> pa.Table:
+        """What poll() returns, as one Arrow table with the segment schema's columns (key,
+        value, topic, partition, offset, timestamp, timestamp_type, headers): no Python object
+        per record."""
+        taken = self._poll(timeout, max_records, max_bytes)
+        return pa.concat_tables([r.table for r in taken]) if taken else SCHEMA.empty_table()
+
+    def _poll(
+        self, timeout: float, max_records: int | None, max_bytes: int | None
+    ) -> list[FetchResult]:
         self._check_open()
         limit = max_records or self.max_poll_records
         deadline = time.monotonic() + max(0.0, timeout)
         backoff = POLL_BACKOFF_START_S
         while True:
             self._maintain()
-            records = self._fetch_once(limit, max_bytes)
+            taken = self._take(limit, max_bytes)
             now = time.monotonic()
-            if records or now >= deadline:
-                return records
+            if taken or now >= deadline:
+                return taken
             wake = min(deadline, now + backoff, self._next_heartbeat)
-            time.sleep(max(0.0, wake - now))
+            self._ahead.wait(max(0.0, wake - now))
             backoff = min(backoff * 2, POLL_BACKOFF_MAX_S)
 
-    def _fetch_once(self, limit: int, max_bytes: int | None = None) -> list[Record]:
+    def _take(self, limit: int, max_bytes: int | None) -> list[FetchResult]:
+        """Up to limit records (and max_bytes of keys and values) from what was fetched,
+        partitions in rotation so none starves when limits cut; positions move past them."""
         partitions = sorted(tp for tp in self._owned if tp not in self._paused)
+        self._fill(partitions)
         if not partitions:
             return []
-        self._ensure_positions(partitions)
-        start = self._rotation % len(partitions)  # no partition starves when limits cut
+        start = self._rotation % len(partitions)
         self._rotation += 1
-        partitions = partitions[start:] + partitions[:start]
-        results = self._fetch(partitions, limit, max_bytes)
-        records: list[Record] = []
-        budget = max_bytes
-        for tp, result in zip(partitions, results, strict=True):
-            taken = result.records[: limit - len(records)]
-            if budget is not None:
-                taken = _within(taken, budget, at_least_one=not records)
-                budget -= sum(map(record_bytes, taken))
-            records.extend(taken)
-            if len(taken) < len(result.records):  # the poll's limit cut this partition short
-                if taken:
-                    self._positions[tp] = taken[-1].offset + 1
-            elif result.next_offset > self._positions[tp]:
-                self._positions[tp] = result.next_offset  # past compaction gaps too
-        return records
+        taken: list[FetchResult] = []
+        rows, budget = 0, max_bytes
+        for tp in partitions[start:] + partitions[:start]:
+            while rows < limit and (result := self._ahead.peek(tp)) is not None:
+                table = result.table
+                count, used = rows_within(table, limit - rows, budget, at_least_one=not rows)
+                if count == 0 and table.num_rows:
+                    break  # the byte budget is spent
+                if count < table.num_rows:
+                    position = table.column("offset")[count - 1].as_py() + 1
+                else:  # past compaction gaps too
+                    position = max(result.next_offset, self._positions[tp])
+                self._ahead.advance(tp, count, position)
+                self._positions[tp] = position
+                if count:
+                    taken.append(first_rows(result, count))
+                rows += count
+                budget = None if budget is None else budget - used
+                if count < table.num_rows:
+                    break
+        return taken
 
-    def _fetch(
-        self, partitions: list[TopicPartition], limit: int, max_bytes: int | None
-    ) -> list[FetchResult]:
-        partition_bytes = min(self.max_partition_fetch_bytes, max_bytes or 1 << 62)
-
-        def requests() -> list[FetchRequest]:
-            return [
-                FetchRequest(tp.topic, tp.partition, self._positions[tp], partition_bytes, limit)
-                for tp in partitions
-            ]
-
+    def _fill(self, partitions: list[TopicPartition]) -> None:
+        """Tell the fetch-ahead what is read and where; fetch here without its thread."""
+        self._ensure_positions(partitions)
+        self._ahead.track({tp: self._positions[tp] for tp in partitions})
         try:
-            return self.log.fetch_many(requests())
-        except OffsetOutOfRange:
-            self._reset_out_of_range(partitions)
-            return self.log.fetch_many(requests())
+            self._ahead.fill()
+        except FetchFailed as failed:
+            if not isinstance(failed.error, OffsetOutOfRange):
+                raise failed.error from None
+            self._reset_out_of_range([tp for tp in failed.partitions if tp in self._positions])
+            self._ahead.track({tp: self._positions[tp] for tp in partitions})
+            try:
+                self._ahead.fill()
+            except FetchFailed as again:
+                raise again.error from None
 
     # ---- positions ---------------------------------------------------------------------
 
@@ -561,6 +602,7 @@ class Consumer:
         self._committed_positions = dict(state.committed)
         self._next_heartbeat = _monotonic_s(state.heartbeat_due_ms)
         self._next_auto_commit = _monotonic_s(state.auto_commit_due_ms)
+        self._ahead.clear()
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -575,6 +617,7 @@ class Consumer:
                 self._auto_commit()
         finally:
             self._closed = True
+            self._ahead.close()
 
     def __enter__(self) -> Consumer:
         return self
@@ -603,16 +646,6 @@ class Consumer:
 def record_bytes(record: Record) -> int:
     """What max_bytes counts of a record: its key and value."""
     return len(record.key or b"") + len(record.value or b"")
-
-
-def _within(records: list[Record], budget: int, *, at_least_one: bool) -> list[Record]:
-    """The leading records whose keys and values fit the byte budget."""
-    used = 0
-    for i, record in enumerate(records):
-        used += record_bytes(record)
-        if used > budget and not (at_least_one and i == 0):
-            return records[:i]
-    return records
 
 
 def _wall_ms(monotonic_s: float) -> int:

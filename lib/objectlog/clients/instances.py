@@ -339,6 +339,7 @@ class ConsumerInstances:
             session_timeout_ms=settings.instance_timeout_ms,
             heartbeat_interval_ms=min(HEARTBEAT_INTERVAL_MS, settings.instance_timeout_ms // 3),
             client_id=name,
+            fetch_ahead_bytes=0,  # one poll per request: nothing to fetch ahead for
         )
         consumer.restore(instance.consumer)
         return consumer
