@@ -59,6 +59,9 @@ class Config:
     objects_dir: str | None = None
     consumer_instance_timeout_ms: int = 300_000
     auto_create_topics: bool = False
+    # A fetch below a partition's last seen high watermark reuses that head this long (0: never;
+    # capped at half of delete_grace_ms): services.recent_heads.
+    head_reuse_ms: int = 1_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Config:

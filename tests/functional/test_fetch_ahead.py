@@ -191,9 +191,7 @@ def test_poll_table_returns_what_poll_returns_as_one_arrow_table(log: ObjectLog)
     while len(from_records) < 40:
         from_records += [(r.partition, r.offset, r.value) for r in records.poll(timeout=5)]
     assert sorted(from_tables) == sorted(from_records)
-    assert sorted(from_tables) == [
-        (p, o, f"{p}:{o}".encode()) for p in range(2) for o in range(20)
-    ]
+    assert sorted(from_tables) == [(p, o, f"{p}:{o}".encode()) for p in range(2) for o in range(20)]
     assert tables.poll_table(timeout=0).num_rows == 0
     small = log.consumer(auto_offset_reset="earliest")
     small.assign([(TOPIC, 0)])
@@ -210,4 +208,23 @@ def test_without_fetch_ahead_no_thread_runs(log: ObjectLog, fetches: FetchLog) -
     time.sleep(0.3)
     assert [r.offset for r in consumer.poll(timeout=5)] == list(range(10, 20))
     assert not fetches.background()
+    consumer.close()
+
+
+def test_a_poll_waiting_at_the_tail_backs_off_instead_of_spinning(log: ObjectLog) -> None:
+    produce(log, flushes=1)
+    consumer = log.consumer(auto_offset_reset="earliest")
+    consumer.assign([(TOPIC, 0)])  # no group: no heartbeat to wake up for
+    assert len(consumer.poll(timeout=5)) == 10
+    looks = 0
+    fill = consumer._ahead.fill
+
+    def counted() -> None:
+        nonlocal looks
+        looks += 1
+        fill()
+
+    consumer._ahead.fill = counted  # type: ignore[method-assign]
+    assert consumer.poll(timeout=0.5) == []
+    assert 3 <= looks <= 15  # backoff from 10 to 100 ms: about 8 looks in 0.5 s
     consumer.close()

@@ -1,4 +1,5 @@
 import time
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -366,3 +367,33 @@ def test_the_next_flush_uploads_while_the_previous_one_commits_and_order_holds(
         committing = {"commit start": True, "commit end": False}.get(name, committing)
         overlapped |= name == "stage start" and committing
     assert overlapped
+
+
+@pytest.mark.parametrize("reuse_ms, head_reads", [(1_000, 2), (0, 6)])
+def test_a_catch_up_through_fetch_many_reads_the_head_once_below_the_high_watermark(
+    log: ObjectLog, monkeypatch: pytest.MonkeyPatch, reuse_ms: int, head_reads: int
+) -> None:
+    log.create_topic("heads", partitions=1)
+    with log.producer() as producer:
+        for flush in range(5):
+            producer.send("heads", b"v%d" % flush, partition=0)
+            producer.flush()
+    reader = ObjectLog(replace(log.config, head_reuse_ms=reuse_ms))
+    reads: list[list[int]] = []
+    get_heads = reader.metadata.get_heads
+
+    def counted(topic: str, partitions: list[int]) -> dict:
+        reads.append(list(partitions))
+        return get_heads(topic, partitions)
+
+    monkeypatch.setattr(reader.metadata, "get_heads", counted)
+    offset, values = 0, []
+    while True:  # one slice per fetch, then one fetch at the tail
+        result = reader.fetch_many([FetchRequest("heads", 0, offset, max_bytes=1)])[0]
+        values += [r.value for r in result.records]
+        if not result.records:
+            break
+        offset = result.next_offset
+    reader.close()
+    assert values == [b"v%d" % i for i in range(5)]
+    assert len(reads) == head_reads  # reused: the first fetch's head, then the tail's

@@ -296,7 +296,9 @@ class Consumer:
             now = time.monotonic()
             if taken or now >= deadline:
                 return taken
-            wake = min(deadline, now + backoff, self._next_heartbeat)
+            wake = min(deadline, now + backoff)
+            if self._membership is not None:  # not a busy loop: no heartbeat is due otherwise
+                wake = min(wake, self._next_heartbeat)
             self._ahead.wait(max(0.0, wake - now))
             backoff = min(backoff * 2, POLL_BACKOFF_MAX_S)
 

@@ -37,6 +37,7 @@ from objectlog.services.append import Appender
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
+from objectlog.services.recent_heads import RecentHeads
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import LeaseStore
 from objectlog.stores.local import LocalObjectStore
@@ -85,6 +86,9 @@ class ObjectLog:
         self.footers = Footers(self.store)
         self._topics = TopicCache(self._load_topic)
         self._range_reader: AsyncRangeReader | None = None
+        self._recent_heads = RecentHeads(
+            min(config.head_reuse_ms, config.delete_grace_ms // 2) / 1000
+        )
         # Several slices are read concurrently through aioboto3; False reads them one by one
         # through the boto3 client (whose botocore event hooks the fault tests use).
         self.concurrent_reads = True
@@ -307,10 +311,15 @@ class ObjectLog:
         heads = {}
         by_topic: dict[str, list[int]] = {}
         for request in requests:
-            by_topic.setdefault(request.topic, []).append(request.partition)
+            recent = self._recent_heads.reusable(request.topic, request.partition, request.offset)
+            if recent is not None:
+                heads[(request.topic, request.partition)] = recent
+            else:
+                by_topic.setdefault(request.topic, []).append(request.partition)
         for topic, partitions in by_topic.items():
             for partition, head in self.metadata.get_heads(topic, partitions).items():
                 heads[(topic, partition)] = head
+                self._recent_heads.remember(topic, partition, head)
         return self.reader.fetch_many(requests, heads)
 
     @property

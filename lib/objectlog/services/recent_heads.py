@@ -1,0 +1,42 @@
+"""Heads read by recent fetches, reused by a fetch that starts below the head's high watermark.
+
+A consumer catching up reads a partition head (a DynamoDB read) before every fetch, though the
+records it asks for are already listed by the head it read a moment ago: everything below a
+head's high watermark is immutable, so a fetch that starts there can plan from that head. What
+the reuse allows, for at most ``max_age_s``:
+- a result's high watermark (and log start) as the reused head had them: lag looks larger by
+  what was produced since;
+- records that retention or compaction replaced since, still read from the objects the reused
+  head lists, which stay readable for the delete grace (Config.delete_grace_ms; the age is
+  capped at half of it). A reader that finds an object gone reads the head again.
+A fetch at or past the reused head's high watermark (a consumer at the tail) always reads the
+head afresh, so no new record waits on the reuse, and no record above the high watermark of
+some head is ever returned.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from objectlog.stores.metadata import PartitionHead
+
+
+class RecentHeads:
+    def __init__(self, max_age_s: float, now: Callable[[], float] = time.monotonic) -> None:
+        self.max_age_s = max_age_s
+        self._now = now
+        self._heads: dict[tuple[str, int], tuple[PartitionHead, float]] = {}
+
+    def reusable(self, topic: str, partition: int, offset: int) -> PartitionHead | None:
+        """The recent head of the partition if a fetch from offset may plan from it."""
+        seen = self._heads.get((topic, partition))
+        if seen is None or self.max_age_s <= 0:
+            return None
+        head, read_at = seen
+        if self._now() - read_at > self.max_age_s:
+            return None
+        return head if head.log_start_offset <= offset < head.next_offset else None
+
+    def remember(self, topic: str, partition: int, head: PartitionHead) -> None:
+        self._heads[(topic, partition)] = (head, self._now())

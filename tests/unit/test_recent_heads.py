@@ -1,0 +1,51 @@
+"""services.recent_heads: when a fetch may plan from a head read a moment ago."""
+
+from __future__ import annotations
+
+from objectlog.services.recent_heads import RecentHeads
+from objectlog.stores.metadata import PartitionHead
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def head(log_start: int, high_watermark: int) -> PartitionHead:
+    return PartitionHead(
+        topic="t",
+        partition=0,
+        topic_id="id",
+        next_offset=high_watermark,
+        log_start_offset=log_start,
+        tail_base=log_start,
+        tail=(),
+        manifest_list=None,
+        index_epoch=0,
+        gc_horizon=0,
+        segments=0,
+        bytes=0,
+    )
+
+
+def test_a_head_is_reused_below_its_high_watermark_while_recent() -> None:
+    clock = Clock()
+    heads = RecentHeads(1.0, now=clock)
+    seen = head(10, 50)
+    heads.remember("t", 0, seen)
+    assert heads.reusable("t", 0, 10) is seen
+    assert heads.reusable("t", 0, 49) is seen
+    assert heads.reusable("t", 0, 50) is None  # at the tail: read it afresh
+    assert heads.reusable("t", 0, 9) is None  # below its log start
+    assert heads.reusable("t", 1, 20) is None  # another partition
+    clock.now += 1.01
+    assert heads.reusable("t", 0, 20) is None  # too old
+
+
+def test_no_reuse_when_disabled() -> None:
+    heads = RecentHeads(0.0, now=Clock())
+    heads.remember("t", 0, head(0, 50))
+    assert heads.reusable("t", 0, 1) is None
