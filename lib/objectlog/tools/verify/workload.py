@@ -190,6 +190,7 @@ class Workload:
             agent.stop()
             gateway.stop()
             self.faults.remove()
+        self.history.count("compaction swaps", self.faults.counts["call:UpdateItem"])
         final = self._final_state(admin)
         result = WorkloadResult(
             self.config,
@@ -286,9 +287,21 @@ class Workload:
             # Three times the share: a compactor makes few PUTs (a spill writes one object since
             # issue 18), and a run must see this fault at least once.
             f.crash_before(s3, "PutObject", share=3 * share, when=l1_or_index_puts)
+        if role == "compactor":
+            f.watch(dynamodb, "UpdateItem", when=swaps)
         if role == "compactor" and self._on("paused-lease-holder"):
+            # A compactor's first swap always pauses, later ones at a share: killed compactors
+            # make few swaps, and a run must see this fault at least once.
             hold_s = self.config.lease_ttl_ms * 2 / 1000
-            f.pause(dynamodb, "UpdateItem", share=0.2, times=None, when=swaps, hold_s=hold_s)
+            first = f.pause(dynamodb, "UpdateItem", when=swaps, hold_s=hold_s)
+            f.pause(
+                dynamodb,
+                "UpdateItem",
+                share=0.2,
+                times=None,
+                when=lambda params: first.injected > 0 and swaps(params),
+                hold_s=hold_s,
+            )
 
     def _fault_counts(self) -> Counter[str]:
         by_kind: Counter[str] = Counter()
@@ -305,6 +318,8 @@ class Workload:
             "pause:": "paused-lease-holder",
         }
         for name, n in self.faults.counts.items():
+            if name.startswith("call:"):  # watched, not injected
+                continue
             kind = next(k for prefix, k in prefixes.items() if name.startswith(prefix))
             by_kind[kind] += n
         by_kind["lost-reply-retry"] += self.history.events["lost reply"]
