@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
@@ -183,6 +183,11 @@ bench-compaction: install
 
 bench-kafka: install
 	$(BIN)/python -m bench.kafka --dynamodb $(DYNAMODB)
+
+# Latency on AWS, modelled (not measured): the produce path's requests replayed with published
+# S3 and DynamoDB latencies, each cited (docs/benchmarks.md); no endpoint, a few seconds.
+bench-latency: install
+	$(BIN)/python -m bench.latency_model
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
