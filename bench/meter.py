@@ -9,9 +9,10 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
+from objectlog.adapters.dynamodb import item_from_dynamo
+from objectlog.adapters.dynamodb import item_size as dynamo_item_size
 from objectlog.adapters.s3_async import AsyncRangeReader
 from objectlog.clients.direct import ObjectLog
 
@@ -88,28 +89,8 @@ def _open_range_reader(log: ObjectLog) -> Any:
 
 
 def item_size(item: Mapping[str, Any]) -> int:
-    """A DynamoDB item's billed size: attribute names plus values, as DynamoDB counts them."""
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
-
-
-def _value_size(value: Mapping[str, Any]) -> int:
-    ((kind, data),) = value.items()
-    if kind == "S":
-        return len(data.encode())
-    if kind == "N":
-        digits = Decimal(data).normalize().as_tuple().digits
-        return (len(digits) + 1) // 2 + 1
-    if kind == "B":
-        return len(data)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind in ("SS", "NS", "BS"):
-        return sum(_value_size({kind[0]: member}) for member in data)
-    if kind == "L":
-        return 3 + sum(1 + _value_size(member) for member in data)
-    if kind == "M":
-        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in data.items())
-    raise ValueError(f"unknown DynamoDB type {kind}")
+    """A DynamoDB item's billed size, from the item as the wire carries it."""
+    return dynamo_item_size(item_from_dynamo(item))
 
 
 class Stopwatch:

@@ -108,6 +108,8 @@ def _number(value: float | None) -> str:
         return f"{value:,.0f}"
     if abs(value) >= 10:
         return f"{value:.1f}"
+    if 0 < abs(value) < 0.1:  # dollars per GB
+        return f"{value:.4f}"
     return f"{value:.2f}"
 
 

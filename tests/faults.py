@@ -18,6 +18,7 @@ from objectlog.tools.verify.faults import (  # noqa: F401  (re-exported for the 
     async_read_client,
     both,
     canned,
+    carried_spills,
     commits,
     fast_retries,
     from_producer,

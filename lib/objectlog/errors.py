@@ -157,6 +157,13 @@ class HorizonPassed(ObjectLogError):
     kind = ErrorKind.RETRIABLE
 
 
+class SpillRaced(ObjectLogError):
+    """A commit carried a spill planned on a head that another writer has changed since; the
+    commit did not land (commit it again without the spill)."""
+
+    kind = ErrorKind.RETRIABLE
+
+
 class UnsupportedContentType(ObjectLogError):
     """The request's Content-Type is not one this route takes."""
 

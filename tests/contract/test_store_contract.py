@@ -18,6 +18,7 @@ from objectlog.errors import (
     InvalidRequest,
     OutOfOrderSequence,
     ProducerFenced,
+    SpillRaced,
     TopicExists,
     TopicNotFound,
 )
@@ -28,7 +29,14 @@ from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPar
 from objectlog.stores.idempotency import COMPLETED, IN_PROGRESS, IdempotencyRecord
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import Lease
-from objectlog.stores.metadata import ACTIVE, CREATING, DELETING, Commit, KafkaSequence
+from objectlog.stores.metadata import (
+    ACTIVE,
+    CREATING,
+    DELETING,
+    CarriedSpill,
+    Commit,
+    KafkaSequence,
+)
 
 pytestmark = pytest.mark.emulators  # the stores' conditional writes, on every emulator
 
@@ -274,6 +282,37 @@ def test_a_spill_moves_the_oldest_refs_once(stores: ItemStores) -> None:
             "t", 0, expected_epoch=1, refs_removed=0, span_removed=0,
             manifest_list="x", object_time_ms=1,
         )  # fmt: skip
+
+
+def test_a_commit_carrying_a_spill_moves_the_refs_it_planned_on_or_nothing(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    for seq in range(3):
+        stores.metadata.commit(commit(t, seq=seq, pid=f"p{seq}"))
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None
+
+    def carrying(seq: int, epoch: int, length: int) -> Commit:
+        spill = CarriedSpill(epoch, length, head.tail[2:], 6, "l0/o@10+20", ("p0",))
+        return replace(commit(t, seq=seq, pid="p9"), spill=spill)
+
+    with pytest.raises(SpillRaced):
+        stores.metadata.commit(carrying(0, head.index_epoch, length=2))  # a tail it never saw
+    with pytest.raises(SpillRaced):
+        stores.metadata.commit(carrying(0, head.index_epoch + 1, length=3))
+    assert stores.metadata.get_head("t", 0) == head  # refused: nothing stored
+    landed = carrying(0, head.index_epoch, length=3)
+    result = stores.metadata.commit(landed)
+    spilled = stores.metadata.get_head("t", 0)
+    assert result.base_offset == 9 and result.head == spilled and spilled is not None
+    assert spilled.tail == (head.tail[2], landed.ref) and spilled.tail_base == 6
+    assert spilled.next_offset == 12 and spilled.manifest_list == "l0/o@10+20"
+    assert spilled.index_epoch == head.index_epoch + 1
+    assert set(spilled.producers) == {"p1", "p2", "p9"}
+    again = stores.metadata.commit(landed)  # a retry after a lost answer: the same offset
+    assert again.duplicate and again.base_offset == 9
+    assert stores.metadata.get_head("t", 0) == spilled
 
 
 def test_a_swap_needs_the_compactor_epoch_it_stamped(stores: ItemStores) -> None:

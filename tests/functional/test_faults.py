@@ -414,16 +414,25 @@ def test_without_idempotence_a_lost_commit_answer_is_reported_not_retried_into_a
     assert read_partition(log, "t") == [b"first", b"maybe", b"next"]
 
 
+@pytest.mark.parametrize("carried", [True, False], ids=["carried", "on-its-own"])
 def test_a_spill_whose_answer_was_lost_does_not_fail_the_acknowledged_records(
-    log: ObjectLog,
+    log: ObjectLog, carried: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found by objectlog verify: the spill after a commit let a raw ReadTimeoutError escape,
-    which failed the futures of records that were committed."""
-    from tests.faults import spills
+    which failed the futures of records that were committed. A carried spill's lost answer
+    is a commit's: the retry finds its sequence landed."""
+    from objectlog.services import index as index_module
+    from tests.faults import carried_spills, spills
 
+    if not carried:  # the producer never carries: its spills are the ones made on their own
+        monkeypatch.setattr(index_module, "CARRY_AT_REFS", 10**6)
+        monkeypatch.setattr(index_module, "CARRY_AT_BYTES", 10**6)
     log.create_topic("t")
     faults = FaultInjector()
-    faults.lose_answer(log.metadata.client, "UpdateItem", when=spills)
+    if carried:  # twice: the commit and its first retry (each retry carries the spill too)
+        faults.lose_answer(log.metadata.client, "UpdateItem", times=2, when=carried_spills)
+    else:
+        faults.lose_answer(log.metadata.client, "UpdateItem", when=spills)
     with log.producer(linger_ms=0) as producer:
         futures = []
         for i in range(40):

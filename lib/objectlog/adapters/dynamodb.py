@@ -86,6 +86,31 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def item_size(item: Mapping[str, Any]) -> int:
+    """A plain item's billed size, by DynamoDB's rules: attribute names plus values (a write
+    costs one unit per started KiB of the larger of the item before and after it)."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bool) or value is None:
+        return 1
+    if isinstance(value, int):
+        digits = len(str(abs(value)).rstrip("0")) or 1
+        return (digits + 1) // 2 + 1
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, set | frozenset):
+        return sum(_value_size(member) for member in value)
+    if isinstance(value, list | tuple):
+        return 3 + sum(1 + _value_size(member) for member in value)
+    if isinstance(value, Mapping):
+        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in value.items())
+    raise TypeError(f"no DynamoDB size for {type(value).__name__}")
+
+
 def _transient(error: Exception) -> bool:
     """Nothing changed and a later try may succeed (throttling, 5xx, no connection)."""
     if isinstance(error, botocore.exceptions.ClientError):

@@ -47,7 +47,7 @@ from objectlog.format.index import (
     SegmentRef,
 )
 from objectlog.format.l1 import decode_ref, encode_l1
-from objectlog.format.layout import l1_key, object_key
+from objectlog.format.layout import l1_key, location_key, object_key
 from objectlog.format.topics import Topic
 from objectlog.services.footers import Footers
 from objectlog.services.index import MANIFEST_MAX_REFS, TAIL_KEEP, IndexStore
@@ -435,8 +435,8 @@ class Compactor:
         replaced = proposal.dropped + proposal.rewrite
         retired = sorted({self._key(p.ref) for p in replaced} - {self._key(r) for r in index})
         previous = self.index.manifest_list(head.manifest_list) if head.manifest_list else None
-        old_index = [head.manifest_list] if head.manifest_list else []
-        old_index += [e.key for e in previous.entries if e.key] if previous else []
+        old_index = [location_key(head.manifest_list)] if head.manifest_list else []
+        old_index += [location_key(e.key) for e in previous.entries if e.key] if previous else []
         listing = self.index.put_manifest_list(
             head.topic_id,
             head.partition,

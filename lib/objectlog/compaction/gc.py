@@ -6,7 +6,8 @@ writer may still need (DESIGN.md sections 4.7 and 7).
    before the horizon: each of those writes is conditional on ``gch`` being older than its
    objects, so a writer paused past the horizon fails and writes new objects instead.
 2. Read every head and the manifests it points at: the referenced set is every object a ref
-   names, every manifest and manifest list in use, and every object a manifest list retired
+   names, every object holding a manifest or manifest list in use (its own, or the L0 object
+   that carried it: format/layout.py), and every object a manifest list retired
    less than ``delete_grace_ms`` ago (so a reader that resolved the old index a moment ago can
    still read it).
 3. List the bucket's objectlog prefixes and delete what is not referenced and was written (by
@@ -33,6 +34,7 @@ from objectlog.format.layout import (
     L0_DIR,
     TABLES_DIR,
     TOPICS_DIR,
+    location_key,
     object_key,
     object_time_ms,
 )
@@ -106,12 +108,12 @@ class GarbageCollector:
             keys.update(object_key(self.prefix, r.level, r.object_id) for r in head.tail)
             if not head.manifest_list:
                 continue
-            keys.add(head.manifest_list)
+            keys.add(location_key(head.manifest_list))
             listing = self.index.manifest_list(head.manifest_list)
             keys.update(r.key for r in listing.retired if r.at_ms > grace_start)
             for entry in listing.entries:
                 if entry.key:  # not an inline manifest
-                    keys.add(entry.key)
+                    keys.add(location_key(entry.key))
                 manifest = self.index.manifest_of(entry)
                 keys.update(object_key(self.prefix, r.level, r.object_id) for r in manifest.refs)
         if self.tables is not None:

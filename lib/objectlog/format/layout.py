@@ -7,9 +7,16 @@ index/<topic-id>/<partition>/m-<ulid>.json          manifests
 index/<topic-id>/<partition>/l-<ulid>.json          manifest lists
 topics/<topic>/<topic-id>/partition=<p>/<...>.parquet   L1 files (the compactor's)
 tables/<table>-<topic-id>/metadata/...              Iceberg metadata of the topics' tables
+
+An index object (a manifest or a manifest list) is named by its location: the key of an object
+of its own, or ``<key>@<start>+<length>``, a byte range of an L0 object that carries it after
+its slices (a writer that knows a head is about to spill carries the spill in its next flush:
+services/append.py).
 """
 
 from __future__ import annotations
+
+import re
 
 from objectlog.clock import ulid_time_ms
 
@@ -29,6 +36,28 @@ def manifest_key(prefix: str, topic_id: str, partition: int, ulid: str) -> str:
 
 def manifest_list_key(prefix: str, topic_id: str, partition: int, ulid: str) -> str:
     return f"{prefix}{INDEX_DIR}{topic_id}/{partition}/l-{ulid}.json"
+
+
+_CARRIED = re.compile(r"(?P<key>.+)@(?P<start>\d+)\+(?P<length>\d+)")
+
+
+def carried_location(key: str, start: int, length: int) -> str:
+    """The location of an index object carried in another object, at start for length bytes."""
+    return f"{key}@{start}+{length}"
+
+
+def parse_location(location: str) -> tuple[str, int | None, int | None]:
+    """An index object's location as (key, start, length); start and length are None for an
+    object of its own."""
+    carried = _CARRIED.fullmatch(location)
+    if carried is None:
+        return location, None, None
+    return carried["key"], int(carried["start"]), int(carried["length"])
+
+
+def location_key(location: str) -> str:
+    """The key of the object an index location is in: what garbage collection keeps."""
+    return parse_location(location)[0]
 
 
 def object_key(prefix: str, level: int, object_id: str) -> str:

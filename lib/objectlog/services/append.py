@@ -5,6 +5,11 @@
 3. per partition, commit a ref to the head (HeadStore.commit), which assigns offsets;
 4. spill a head's tail into manifests when it has grown past its bound.
 
+A head this Appender committed to last time tells it when a spill is near: the spill is then
+carried (services/index.py): the flush's object ends with the new index objects, and the
+partition's commit moves the refs in the same UpdateItem. If the head changed meanwhile (another
+writer appended or spilled), the commit is made again without it.
+
 Retries never duplicate: the object key is ours alone (a retried PUT that finds it taken had
 landed), and a retried commit carries the same producer id and sequence, so the head answers
 with the original base offset instead of appending again (without a producer id there is no
@@ -17,6 +22,7 @@ commit retried.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +36,7 @@ from objectlog.errors import (
     HorizonPassed,
     ObjectExists,
     ObjectLogError,
+    SpillRaced,
     StorageUnavailable,
     UnknownOutcome,
 )
@@ -37,8 +44,9 @@ from objectlog.format.index import LEVEL_L0, SegmentRef
 from objectlog.format.layout import l0_key
 from objectlog.format.segment import write_parquet
 from objectlog.format.topics import Topic
-from objectlog.services.index import IndexStore
+from objectlog.services.index import IndexStore, SpillPlan
 from objectlog.stores.metadata import (
+    CarriedSpill,
     Commit,
     CommitResult,
     HeadStore,
@@ -78,14 +86,24 @@ class AppendOutcome:
     head: PartitionHead | None = None
 
 
+@dataclass(frozen=True)
+class Carried:
+    """A spill a flush's object carries for one of its partitions, and the list's location."""
+
+    plan: SpillPlan
+    location: str
+
+
 @dataclass
 class StagedFlush:
     """A flush whose object is written (object_id set) or failed (every outcome's error set),
-    not yet committed: Appender.stage's answer, Appender.commit_staged's input."""
+    not yet committed: Appender.stage's answer, Appender.commit_staged's input. ``carried``
+    holds the spills the object carries, by outcome index."""
 
     outcomes: list[AppendOutcome]
     refs: list[SegmentRef] = field(default_factory=list)
     object_id: str | None = None
+    carried: dict[int, Carried] = field(default_factory=dict)
 
 
 @dataclass
@@ -98,6 +116,7 @@ class AppendStats:
     commit_retries: int = 0
     reuploads: int = 0
     spills: int = 0
+    carried_spills: int = 0  # of the spills, those a commit carried
     encode_s: float = 0.0
     put_s: float = 0.0
     commit_s: float = 0.0
@@ -108,6 +127,7 @@ class AppendStats:
 class _Encoded:
     body: bytes
     refs: list[SegmentRef]
+    carried: dict[int, Carried]
 
 
 class Appender:
@@ -131,6 +151,9 @@ class Appender:
         self.sleep = sleep
         self.stats = AppendStats()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="objectlog-commit")
+        self._heads: dict[tuple[str, int], PartitionHead] = {}  # the newest each commit saw
+        self._heads_lock = threading.Lock()
+        self._carrying: set[tuple[str, int]] = set()  # partitions a staged flush carries for
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -155,11 +178,15 @@ class Appender:
         staged = StagedFlush(outcomes)
         if not outcomes:
             return staged
+        plans = self._spill_plans(outcomes)
         try:
-            staged.object_id = self._upload([o.batch for o in outcomes], staged.refs)
+            staged.object_id = self._upload(
+                [o.batch for o in outcomes], staged.refs, staged.carried, plans
+            )
         except ObjectLogError as e:
             for outcome in outcomes:
                 outcome.error = e
+            self._done_carrying([outcomes[i].batch for i in plans])
         return staged
 
     def commit_staged(self, staged: StagedFlush, producer_id: str | None) -> list[AppendOutcome]:
@@ -168,24 +195,42 @@ class Appender:
         if object_id is None:
             return outcomes
         started = time.perf_counter()
-        jobs = list(zip(outcomes, staged.refs, strict=True))
-        if len(jobs) == 1:
-            self._commit(jobs[0][0], jobs[0][1], object_id, producer_id)
+
+        def commit(i: int) -> None:
+            self._commit(outcomes[i], staged.refs[i], staged.carried.get(i), object_id, producer_id)
+
+        if len(outcomes) == 1:
+            commit(0)
         else:
-            list(
-                self._pool.map(
-                    lambda job: self._commit(job[0], job[1], object_id, producer_id), jobs
-                )
-            )
+            list(self._pool.map(commit, range(len(outcomes))))
         self.stats.commit_s += time.perf_counter() - started
         self._spill_grown_heads(outcomes)
         return outcomes
 
     # ---- upload ------------------------------------------------------------------------
 
-    def _encode(self, batches: Sequence[PartitionBatch]) -> _Encoded:
+    def _encode(
+        self, batches: Sequence[PartitionBatch], key: str, plans: dict[int, SpillPlan]
+    ) -> _Encoded:
+        """The object's body: one Parquet slice per batch, then the spills it carries."""
         started = time.perf_counter()
-        parts: list[pa.Buffer] = []
+        parts, refs = self._encode_slices(batches)
+        position = sum(len(part) for part in parts)
+        carried: dict[int, Carried] = {}
+        for i, plan in plans.items():
+            data, location = self.index.carry(plan, key, position)
+            carried[i] = Carried(plan, location)
+            parts.append(data)
+            position += len(data)
+        body = b"".join(parts)  # Arrow buffers joined directly: one copy of the whole object
+        self.stats.encode_s += time.perf_counter() - started
+        return _Encoded(body, refs, carried)
+
+    def _encode_slices(
+        self, batches: Sequence[PartitionBatch]
+    ) -> tuple[list[pa.Buffer | bytes], list[SegmentRef]]:
+        """One Parquet slice per batch, side by side, and a ref (object id unset) to each."""
+        parts: list[pa.Buffer | bytes] = []
         refs, position = [], 0
         for batch in batches:
             sink = pa.BufferOutputStream()
@@ -207,9 +252,7 @@ class Appender:
             )
             parts.append(blob)
             position += blob.size
-        body = b"".join(parts)  # Arrow buffers joined directly: one copy of the whole object
-        self.stats.encode_s += time.perf_counter() - started
-        return _Encoded(body, refs)
+        return parts, refs
 
     def upload(self, batches: Sequence[PartitionBatch]) -> tuple[str, list[SegmentRef]]:
         """Write the batches as one L0 object, commit nothing: its id and one ref per batch.
@@ -219,15 +262,46 @@ class Appender:
         refs: list[SegmentRef] = []
         return self._upload(batches, refs), refs
 
-    def _upload(self, batches: Sequence[PartitionBatch], refs_out: list[SegmentRef]) -> str:
-        encoded = self._encode(batches)
-        object_id = self._put_new_object(encoded.body)
-        refs_out.extend(replace(ref, object_id=object_id) for ref in encoded.refs)
-        return object_id
-
-    def _put_new_object(self, body: bytes) -> str:
+    def _upload(
+        self,
+        batches: Sequence[PartitionBatch],
+        refs_out: list[SegmentRef],
+        carried_out: dict[int, Carried] | None = None,
+        plans: dict[int, SpillPlan] | None = None,
+    ) -> str:
         object_id = new_ulid(self.clock)
         key = l0_key(self.prefix, object_id)
+        encoded = self._encode(batches, key, plans or {})
+        self._put_new_object(key, encoded.body)
+        refs_out.extend(replace(ref, object_id=object_id) for ref in encoded.refs)
+        if carried_out is not None:
+            carried_out.update(encoded.carried)
+        return object_id
+
+    def _spill_plans(self, outcomes: list[AppendOutcome]) -> dict[int, SpillPlan]:
+        """Spills to carry, by outcome index: for partitions whose newest known head is close
+        to needing one (a spill that fails to plan is left to a later flush)."""
+        plans: dict[int, SpillPlan] = {}
+        for i, outcome in enumerate(outcomes):
+            if outcome.batch.kafka is not None:  # a Kafka producer's commit carries none
+                continue
+            head = self._known_head(outcome.batch)
+            if head is None or not self.index.should_carry_spill(head):
+                continue
+            with self._heads_lock:  # one flush carries a partition's spill at a time
+                if (head.topic, head.partition) in self._carrying:
+                    continue
+                self._carrying.add((head.topic, head.partition))
+            try:
+                plan = self.index.plan_spill(head)
+            except ObjectLogError as e:
+                logger.warning("no spill carried for %s/%s: %s", head.topic, head.partition, e)
+                continue
+            if plan is not None:
+                plans[i] = plan
+        return plans
+
+    def _put_new_object(self, key: str, body: bytes) -> None:
         started = time.perf_counter()
         for attempt in range(PUT_ATTEMPTS):
             try:
@@ -244,22 +318,45 @@ class Appender:
         self.stats.put_s += time.perf_counter() - started
         self.stats.objects_put += 1
         self.stats.bytes_put += len(body)
-        return object_id
 
     # ---- commit ------------------------------------------------------------------------
 
     def _commit(
-        self, outcome: AppendOutcome, ref: SegmentRef, object_id: str, producer_id: str | None
+        self,
+        outcome: AppendOutcome,
+        ref: SegmentRef,
+        carried: Carried | None,
+        object_id: str,
+        producer_id: str | None,
+    ) -> None:
+        try:
+            self._commit_partition(outcome, ref, carried, object_id, producer_id)
+        finally:
+            if carried is not None:
+                self._done_carrying([outcome.batch])
+
+    def _commit_partition(
+        self,
+        outcome: AppendOutcome,
+        ref: SegmentRef,
+        carried: Carried | None,
+        object_id: str,
+        producer_id: str | None,
     ) -> None:
         batch = outcome.batch
         last_error: ObjectLogError | None = None
         unknown: UnknownOutcome | None = None  # an attempt that may have landed
+        spill = self._carried_spill(carried, batch, producer_id)
         for attempt in range(COMMIT_ATTEMPTS):
             try:
-                result = self._commit_once(batch, ref, object_id, producer_id)
+                result = self._commit_once(batch, ref, object_id, producer_id, spill)
+            except SpillRaced:
+                spill = None  # the head changed since the plan: commit without the spill
+                continue
             except HorizonPassed:
                 # Our object may be deleted by GC: upload this slice again and commit that.
                 self.stats.reuploads += 1
+                spill = None  # the new object carries no spill
                 try:
                     reuploaded: list[SegmentRef] = []
                     object_id = self._upload([batch], reuploaded)
@@ -284,6 +381,10 @@ class Appender:
             outcome.duplicate = result.duplicate
             outcome.error = None
             outcome.head = result.head
+            if spill is not None and not result.duplicate:
+                self.stats.spills += 1
+                self.stats.carried_spills += 1
+            self._remember(result.head)
             return
         if unknown is not None and last_error is not unknown:
             # Later attempts failed without an answer, but an earlier one may have landed:
@@ -293,7 +394,12 @@ class Appender:
             outcome.error = last_error or UnknownOutcome("commit did not complete")
 
     def _commit_once(
-        self, batch: PartitionBatch, ref: SegmentRef, object_id: str, producer_id: str | None
+        self,
+        batch: PartitionBatch,
+        ref: SegmentRef,
+        object_id: str,
+        producer_id: str | None,
+        spill: CarriedSpill | None,
     ) -> CommitResult:
         self.stats.commits += 1
         return self.metadata.commit(
@@ -307,8 +413,45 @@ class Appender:
                 sequence=batch.sequence,
                 now_s=self.clock.now_ms() // 1000,
                 kafka=batch.kafka,
+                spill=spill,
             )
         )
+
+    def _carried_spill(
+        self, carried: Carried | None, batch: PartitionBatch, producer_id: str | None
+    ) -> CarriedSpill | None:
+        """The spill a commit carries, checked against the newest head known now."""
+        if carried is None:
+            return None
+        now = self._known_head(batch)
+        return (
+            None
+            if now is None
+            else self.index.carried(carried.plan, carried.location, now, producer_id)
+        )
+
+    def _done_carrying(self, batches: list[PartitionBatch]) -> None:
+        with self._heads_lock:
+            for batch in batches:
+                self._carrying.discard((batch.topic.name, batch.partition))
+
+    def _known_head(self, batch: PartitionBatch) -> PartitionHead | None:
+        with self._heads_lock:
+            head = self._heads.get((batch.topic.name, batch.partition))
+        return head if head is not None and head.topic_id == batch.topic.topic_id else None
+
+    def _remember(self, head: PartitionHead | None) -> None:
+        """Keep the newest head seen per partition (epochs and offsets only grow)."""
+        if head is None:
+            return
+        key = (head.topic, head.partition)
+        with self._heads_lock:
+            known = self._heads.get(key)
+            if known is None or (known.index_epoch, known.next_offset) <= (
+                head.index_epoch,
+                head.next_offset,
+            ):
+                self._heads[key] = head
 
     def _spill_grown_heads(self, outcomes: list[AppendOutcome]) -> None:
         started = time.perf_counter()

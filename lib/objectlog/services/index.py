@@ -1,9 +1,17 @@
-"""Reads and grows the segment index: the head's tail plus immutable manifests on S3."""
+"""Reads and grows the segment index: the head's tail plus immutable manifests on S3.
+
+A spill moves the oldest tail refs into the index. Whoever notices a head past TAIL_MAX spills
+it on its own (one manifest-list PUT, one UpdateItem). A writer that knows a head is getting
+close (its last commit's answer) carries the spill instead: the new manifest list (and a full
+manifest written out) travel at the end of its next flush's L0 object, and that flush's commit
+to the partition moves the refs in the same UpdateItem, so a spill costs no request of its own.
+"""
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from objectlog.cache import LruCache
 from objectlog.clock import Clock, new_ulid
@@ -14,15 +22,28 @@ from objectlog.format.index import (
     ManifestList,
     PlacedRef,
     Retired,
+    SegmentRef,
     place,
 )
-from objectlog.format.layout import manifest_key, manifest_list_key, object_key
-from objectlog.stores.metadata import MetadataStore, PartitionHead
+from objectlog.format.layout import (
+    carried_location,
+    location_key,
+    manifest_key,
+    manifest_list_key,
+    object_key,
+    parse_location,
+)
+from objectlog.stores.metadata import CarriedSpill, MetadataStore, PartitionHead
 from objectlog.stores.objects import ObjectStore
 
 # A head holds at most TAIL_MAX refs before whoever notices spills all but TAIL_KEEP of them.
 TAIL_MAX = 16
 TAIL_KEEP = 2
+# A writer carries a spill in its next flush once a head it knows holds this many refs, or is
+# this large: a commit writing a head past 1 KiB costs two write units, and the carried spill
+# lands a commit or two later (a ref is about 64 bytes).
+CARRY_AT_REFS = 8
+CARRY_AT_BYTES = 1024 - 4 * 64
 # The newest manifest, held in the manifest list, absorbs spills until it would pass this many
 # refs; then it is written as a manifest object of its own and a new one starts.
 MANIFEST_MAX_REFS = 512
@@ -52,11 +73,21 @@ class IndexStore:
         self._placed: LruCache[str, tuple[tuple[PlacedRef, ...], list[int]]] = LruCache(256)
         self.spills = 0
 
-    def manifest_list(self, key: str) -> ManifestList:
-        return self._lists.get_or_load(key, lambda: ManifestList.from_json(self.store.get(key)))
+    def manifest_list(self, location: str) -> ManifestList:
+        return self._lists.get_or_load(
+            location, lambda: ManifestList.from_json(self._read(location))
+        )
 
-    def manifest(self, key: str) -> Manifest:
-        return self._manifests.get_or_load(key, lambda: Manifest.from_json(self.store.get(key)))
+    def manifest(self, location: str) -> Manifest:
+        return self._manifests.get_or_load(
+            location, lambda: Manifest.from_json(self._read(location))
+        )
+
+    def _read(self, location: str) -> bytes:
+        key, start, length = parse_location(location)
+        if start is None or length is None:
+            return self.store.get(key)
+        return self.store.get_range(key, start, length)
 
     def manifest_of(self, entry: ManifestEntry) -> Manifest:
         """The manifest an entry summarizes: held inline, or read from its object."""
@@ -103,46 +134,99 @@ class IndexStore:
     def needs_spill(self, head: PartitionHead) -> bool:
         return len(head.tail) > TAIL_MAX
 
-    def spill(self, head: PartitionHead, keep: int = TAIL_KEEP) -> bool:
-        """Move all but the newest keep tail refs into the index; False if we lost a race.
+    def should_carry_spill(self, head: PartitionHead) -> bool:
+        """Whether a writer that knows this head should carry a spill in its next flush."""
+        return len(head.tail) > TAIL_KEEP and (
+            len(head.tail) >= CARRY_AT_REFS or head.item_bytes >= CARRY_AT_BYTES
+        )
 
-        The moved refs join the list's inline manifest (one new object: the list), which is
-        written out as a manifest object of its own once it would pass MANIFEST_MAX_REFS.
-        """
+    def plan_spill(self, head: PartitionHead, keep: int = TAIL_KEEP) -> SpillPlan | None:
+        """The spill of all but the newest keep tail refs, worked out from head (None if
+        nothing would move). The moved refs join the list's inline manifest, which is written
+        out as a manifest of its own once it would pass MANIFEST_MAX_REFS."""
         moved = head.tail[: max(0, len(head.tail) - keep)]
         if not moved:
-            return False
-        created = self.clock.now_ms()  # no later than the objects written below (GC horizon)
+            return None
         previous = self.manifest_list(head.manifest_list) if head.manifest_list else None
         entries = list(previous.entries) if previous else []
-        open_manifest = Manifest(head.tail_base, tuple(moved))
+        opened = Manifest(head.tail_base, tuple(moved))
+        closed = None
         last = entries[-1].manifest if entries else None
         if last is not None:  # the inline manifest: grow it, or write it out and start anew
             entries.pop()
             if last.end_offset == head.tail_base and len(last.refs) + len(moved) <= (
                 MANIFEST_MAX_REFS
             ):
-                open_manifest = Manifest(last.base_offset, last.refs + tuple(moved))
+                opened = Manifest(last.base_offset, last.refs + tuple(moved))
             else:
-                key = self.put_manifest(head.topic_id, head.partition, last)
-                entries.append(ManifestEntry.summarize(key, last))
-        entries.append(ManifestEntry.holding(open_manifest))
-        retired = [head.manifest_list] if head.manifest_list else []
+                closed = last
+        retired = [location_key(head.manifest_list)] if head.manifest_list else []
+        return SpillPlan(
+            head, tuple(moved), tuple(entries), closed, opened, self.retiring(previous, retired)
+        )
+
+    def spill(self, head: PartitionHead, keep: int = TAIL_KEEP) -> bool:
+        """Move all but the newest keep tail refs into the index on its own: the list (and a
+        full manifest) as objects of their own, then one UpdateItem; False if we lost a race."""
+        created = self.clock.now_ms()  # no later than the objects written below (GC horizon)
+        plan = self.plan_spill(head, keep)
+        if plan is None:
+            return False
+        closed = None
+        if plan.closed is not None:
+            closed = self.put_manifest(head.topic_id, head.partition, plan.closed)
+        listing = plan.listing(closed)
         lkey = self.put_manifest_list(
-            head.topic_id, head.partition, entries, self.retiring(previous, retired)
+            head.topic_id, head.partition, list(listing.entries), listing.retired
         )
         done = self.metadata.spill(
             head.topic,
             head.partition,
             expected_epoch=head.index_epoch,
-            refs_removed=len(moved),
-            span_removed=sum(ref.span for ref in moved),
+            refs_removed=len(plan.moved),
+            span_removed=plan.span,
             manifest_list=lkey,
             object_time_ms=created,
             expired_producers=self.expired_producers(head),
         )
         self.spills += int(done)
         return done
+
+    def carry(self, plan: SpillPlan, key: str, start: int) -> tuple[bytes, str]:
+        """The bytes a flush's object carries at start for this spill (a full manifest, then
+        the manifest list), and the list's location; cached, so this writer never reads them."""
+        blob, closed = b"", None
+        if plan.closed is not None:
+            blob = plan.closed.to_json()
+            closed = carried_location(key, start, len(blob))
+            self._manifests.put(closed, plan.closed)
+        listing = plan.listing(closed)
+        data = listing.to_json()
+        location = carried_location(key, start + len(blob), len(data))
+        self._lists.put(location, listing)
+        return blob + data, location
+
+    def carried(
+        self, plan: SpillPlan, location: str, now: PartitionHead, producer_id: str | None
+    ) -> CarriedSpill | None:
+        """What a commit tells the head for a carried spill, if now (the newest head the
+        writer knows) is the plan's head with refs appended since; None if it changed."""
+        planned = plan.head
+        if (
+            now.index_epoch != planned.index_epoch
+            or now.manifest_list != planned.manifest_list
+            or now.tail[: len(plan.moved)] != plan.moved
+        ):
+            return None
+        expired = tuple(p for p in self.expired_producers(now) if p != producer_id)
+        return CarriedSpill(
+            index_epoch=now.index_epoch,
+            tail_length=len(now.tail),
+            tail=now.tail[len(plan.moved) :],
+            span_removed=plan.span,
+            manifest_list=location,
+            expired_producers=expired,
+        )
 
     def put_manifest(self, topic_id: str, partition: int, manifest: Manifest) -> str:
         key = manifest_key(self.prefix, topic_id, partition, new_ulid(self.clock))
@@ -177,3 +261,28 @@ class IndexStore:
             for rank, (pid, state) in enumerate(by_age)
             if rank >= PRODUCER_CAP or state.last_use_s < now_s - PRODUCER_EXPIRY_S
         ]
+
+
+@dataclass(frozen=True)
+class SpillPlan:
+    """A spill worked out from one head: the refs it moves, the list entries that stay, the
+    inline manifest written out when full (closed), and the new inline manifest (opened)."""
+
+    head: PartitionHead
+    moved: tuple[SegmentRef, ...]
+    kept: tuple[ManifestEntry, ...]
+    closed: Manifest | None
+    opened: Manifest
+    retired: tuple[Retired, ...]
+
+    @property
+    def span(self) -> int:
+        return sum(ref.span for ref in self.moved)
+
+    def listing(self, closed_location: str | None) -> ManifestList:
+        """The new manifest list, given where the closed manifest was written."""
+        entries = list(self.kept)
+        if self.closed is not None:
+            assert closed_location is not None
+            entries.append(ManifestEntry.summarize(closed_location, self.closed))
+        return ManifestList((*entries, ManifestEntry.holding(self.opened)), self.retired)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from objectlog.adapters.dynamodb import DynamoTable, Item
+from objectlog.adapters.dynamodb import DynamoTable, Item, item_size
 from objectlog.errors import (
     ConcurrentModification,
     InvalidRequest,
@@ -36,6 +36,7 @@ from objectlog.stores.metadata import (
     ACTIVE,
     CREATING,
     DELETING,
+    CarriedSpill,
     Commit,
     CommitResult,
     PartitionHead,
@@ -94,6 +95,7 @@ def parse_head(topic: str, partition: int, item: Mapping[str, Any]) -> Partition
         bytes=item.get("nbytes", 0),
         producers=parse_producers(item),
         compactor_epoch=item.get("ce"),
+        item_bytes=item_size(item),
     )
 
 
@@ -299,6 +301,10 @@ class DynamoMetadata(KafkaCommits):
         condition = "tid = :tid AND gch < :ots"
         # The base is copied from the old `next` before it moves (listed first for moto).
         sets = ["tail = list_append(tail, :refs)"]
+        removes: list[str] = []
+        if commit.spill is not None:
+            condition += " AND ie = :ie AND size(tail) = :tn"
+            sets, removes = _carried_spill(commit.spill, names, values)
         pid = commit.producer_id
         if pid is not None:
             names.update({"#ks": f"{pid}s", "#kb": f"{pid}b", "#kt": f"{pid}t"})
@@ -310,9 +316,10 @@ class DynamoMetadata(KafkaCommits):
                 condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
             sets += ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"]
         sets.append("#next = #next + :span")
+        remove = f" REMOVE {', '.join(removes)}" if removes else ""
         written = self.table.update(
             head_key(commit.topic, commit.partition),
-            f"SET {', '.join(sets)} ADD #segs :one, #nbytes :len",
+            f"SET {', '.join(sets)} ADD #segs :one, #nbytes :len{remove}",
             condition=condition,
             names=names,
             values=values,
@@ -422,3 +429,28 @@ class DynamoMetadata(KafkaCommits):
             repeatable=True,
             what="UpdateItem head (gc horizon)",
         )
+
+
+def _carried_spill(
+    spill: CarriedSpill, names: dict[str, str], values: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """A commit's SET and REMOVE clauses when it carries a spill: the tail replaced by the
+    refs the spill keeps plus the commit's (its condition pins the tail it replaces), the
+    tail base moved past the spilled refs, the new manifest list, the next index epoch, and
+    expired producers' state removed."""
+    values.update(
+        {
+            ":tail": [ref.encode() for ref in spill.tail] + values.pop(":refs"),
+            ":ie": spill.index_epoch,
+            ":tn": spill.tail_length,
+            ":moved": spill.span_removed,
+            ":ml": spill.manifest_list,
+        }
+    )
+    sets = ["tail = :tail", "tb = tb + :moved", "ml = :ml", "ie = ie + :one"]
+    removes = []
+    for i, pid in enumerate(spill.expired_producers):
+        for suffix in "sbtw":  # w: a Kafka producer's window
+            names[f"#x{i}{suffix}"] = f"{pid}{suffix}"
+            removes.append(f"ps.#x{i}{suffix}")
+    return sets, removes

@@ -21,7 +21,7 @@ from objectlog.stores.metadata import (
     Commit,
     CommitResult,
     PartitionHead,
-    ProducerState,
+    apply_commit,
     commit_applies,
     explain_failed_commit,
     kafka_commit,
@@ -135,19 +135,7 @@ class MemoryMetadata:
             head = self._heads.get(key)
             if head is None or not commit_applies(commit, head):
                 return explain_failed_commit(commit, head)
-            producers = dict(head.producers)
-            if commit.producer_id is not None:
-                producers[commit.producer_id] = ProducerState(
-                    commit.sequence, head.next_offset, commit.now_s
-                )
-            new = replace(
-                head,
-                next_offset=head.next_offset + commit.ref.span,
-                tail=(*head.tail, commit.ref),
-                segments=head.segments + 1,
-                bytes=head.bytes + commit.ref.length,
-                producers=producers,
-            )
+            new = apply_commit(commit, head)
             self._heads[key] = new
             return CommitResult(head.next_offset, new)
 

@@ -17,6 +17,7 @@ from objectlog.errors import (
     HorizonPassed,
     OutOfOrderSequence,
     ProducerFenced,
+    SpillRaced,
     StorageUnavailable,
     TopicNotFound,
 )
@@ -79,6 +80,7 @@ class PartitionHead:
     bytes: int
     producers: Mapping[str, ProducerState] = field(default_factory=dict)
     compactor_epoch: int | None = None
+    item_bytes: int = 0  # the stored item's billed size where the store knows it (DynamoDB)
 
     @property
     def high_watermark(self) -> int:
@@ -93,8 +95,22 @@ class CommitResult:
 
 
 @dataclass(frozen=True, slots=True)
+class CarriedSpill:
+    """A spill a commit carries: the head had ``tail_length`` refs at ``index_epoch``, and its
+    oldest ones, ``span_removed`` offsets, are in the index at ``manifest_list`` now (written in
+    the commit's own object); the tail becomes ``tail`` plus the commit's ref."""
+
+    index_epoch: int
+    tail_length: int
+    tail: tuple[SegmentRef, ...]
+    span_removed: int
+    manifest_list: str
+    expired_producers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Commit:
-    """One ref appended to one partition by one producer (or none)."""
+    """One ref appended to one partition by one producer (or none), carrying a spill or not."""
 
     topic_id: str
     topic: str
@@ -106,6 +122,7 @@ class Commit:
     now_s: int
     allow_sequence_gaps: bool = False
     kafka: KafkaSequence | None = None  # producer_id is then the Kafka producer's key
+    spill: CarriedSpill | None = None
 
 
 class TopicStore(Protocol):
@@ -152,8 +169,10 @@ class HeadStore(Protocol):
         than the object, and (with a producer id) the producer's previous sequence is
         sequence - 1 (any older one with allow_sequence_gaps). A retry of a commit that landed
         answers with the original base offset (duplicate=True); a duplicate that is not the
-        producer's last commit answers base offset -1.
-        Raises TopicNotFound, HorizonPassed, OutOfOrderSequence, StorageUnavailable,
+        producer's last commit answers base offset -1. A commit carrying a spill also needs
+        the index epoch and tail length the spill was planned on (so the tail is exactly the
+        one it saw): its tail is replaced, the spilled refs' span added to the tail base.
+        Raises TopicNotFound, HorizonPassed, OutOfOrderSequence, SpillRaced, StorageUnavailable,
         UnknownOutcome (the write was sent and its answer lost)."""
         ...
 
@@ -227,6 +246,10 @@ def explain_failed_commit(commit: Commit, head: PartitionHead | None) -> CommitR
         raise HorizonPassed(
             f"object written at {commit.object_time_ms} is behind the GC horizon {head.gc_horizon}"
         )
+    if commit.spill is not None and not spill_applies(commit.spill, head):
+        raise SpillRaced(
+            f"{commit.topic}/{commit.partition} changed since the carried spill was planned"
+        )
     if commit.producer_id is not None:
         last = state.sequence if state else None
         raise OutOfOrderSequence(
@@ -242,6 +265,8 @@ def commit_applies(commit: Commit, head: PartitionHead | None) -> bool:
         return False
     if head.gc_horizon >= commit.object_time_ms:
         return False
+    if commit.spill is not None and not spill_applies(commit.spill, head):
+        return False
     if commit.producer_id is None:
         return True
     state = head.producers.get(commit.producer_id)
@@ -250,6 +275,40 @@ def commit_applies(commit: Commit, head: PartitionHead | None) -> bool:
     if commit.allow_sequence_gaps:
         return state.sequence < commit.sequence
     return state.sequence == commit.sequence - 1
+
+
+def spill_applies(spill: CarriedSpill, head: PartitionHead) -> bool:
+    """The head is the one the spill was planned on: only spills and swaps move the index
+    epoch and appends only add at the end, so the same epoch and length mean the same tail."""
+    return head.index_epoch == spill.index_epoch and len(head.tail) == spill.tail_length
+
+
+def apply_commit(commit: Commit, head: PartitionHead) -> PartitionHead:
+    """The head after a commit whose condition held (the in-memory store's write)."""
+    producers = dict(head.producers)
+    if commit.producer_id is not None:
+        producers[commit.producer_id] = ProducerState(
+            commit.sequence, head.next_offset, commit.now_s
+        )
+    new = replace(
+        head,
+        next_offset=head.next_offset + commit.ref.span,
+        tail=(*head.tail, commit.ref),
+        segments=head.segments + 1,
+        bytes=head.bytes + commit.ref.length,
+        producers=producers,
+    )
+    spill = commit.spill
+    if spill is None:
+        return new
+    return replace(
+        new,
+        tail=(*spill.tail, commit.ref),
+        tail_base=head.tail_base + spill.span_removed,
+        manifest_list=spill.manifest_list,
+        index_epoch=head.index_epoch + 1,
+        producers={p: s for p, s in producers.items() if p not in spill.expired_producers},
+    )
 
 
 # ---- Kafka producers: sequences per record, a window of five batches ----------------------

@@ -62,12 +62,18 @@ class InjectedCrash(botocore.exceptions.BotoCoreError):
 
 
 def commits(params: Params) -> bool:
-    """The UpdateItem that commits a ref to a partition head (it appends to the tail)."""
-    return "list_append(tail" in str(params.get("UpdateExpression", ""))
+    """The UpdateItem that commits a ref to a partition head (it appends to the tail, or
+    replaces it when it carries a spill)."""
+    return "list_append(tail" in str(params.get("UpdateExpression", "")) or carried_spills(params)
+
+
+def carried_spills(params: Params) -> bool:
+    """A commit that carries a spill (stores.dynamo_metadata: it sets the whole tail)."""
+    return "tail = :tail" in str(params.get("UpdateExpression", ""))
 
 
 def spills(params: Params) -> bool:
-    """The UpdateItem that moves tail refs into a manifest."""
+    """The UpdateItem of a spill made on its own, moving tail refs into a manifest."""
     return "REMOVE tail[" in str(params.get("UpdateExpression", ""))
 
 

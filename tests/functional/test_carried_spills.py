@@ -1,0 +1,150 @@
+"""Carried spills (issue 18): a writer that knows a head is close to spilling puts the new
+manifest list at the end of its next flush's L0 object and moves the refs in that flush's
+commit, so spills cost no request of their own and a head stays under one write unit."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from objectlog import ObjectLog
+from objectlog.clock import ManualClock
+from objectlog.compaction.compactor import CompactionSettings
+from objectlog.compaction.maintenance import collector_for, run_maintenance
+from objectlog.config import Config
+from objectlog.format.layout import INDEX_DIR, L0_DIR, location_key, parse_location
+from objectlog.format.segment import slice_table
+from objectlog.services.append import PartitionBatch
+from objectlog.services.index import CARRY_AT_BYTES
+
+PARTITIONS = 4
+FLUSHES = 60
+RECORDS = 8  # per partition per flush
+
+
+def count_puts(log: ObjectLog) -> Counter[str]:
+    """PutObject calls on the log's S3 client, by directory below the prefix."""
+    puts: Counter[str] = Counter()
+
+    def counted(params: dict[str, Any], **_: Any) -> None:
+        puts[params["Key"][len(log.config.prefix) :].split("/", 1)[0]] += 1
+
+    log.store.client.meta.events.register("before-parameter-build.s3.PutObject", counted)  # type: ignore[attr-defined]
+    return puts
+
+
+def read_all(log: ObjectLog, topic: str, partition: int) -> list[tuple[int, bytes | None]]:
+    rows, offset = [], 0
+    while True:
+        result = log.fetch(topic, partition, offset, max_bytes=2 << 10)
+        rows += [(r.offset, r.value) for r in result.records]
+        if result.next_offset >= result.high_watermark:
+            return rows
+        offset = result.next_offset
+
+
+def test_a_producers_spills_ride_in_its_flushes(log: ObjectLog) -> None:
+    log.create_topic("carried", partitions=PARTITIONS)
+    puts = count_puts(log)
+    with log.producer(linger_ms=1000, batch_bytes=1 << 30) as producer:
+        for flush in range(FLUSHES):
+            for partition in range(PARTITIONS):
+                for n in range(RECORDS):
+                    producer.send("carried", b"%d-%d" % (flush, n), partition=partition)
+            producer.flush()
+        stats = producer.stats
+    assert stats.spills == stats.carried_spills >= PARTITIONS * (FLUSHES // 8)
+    assert puts == {L0_DIR.rstrip("/"): FLUSHES}  # no index object of its own
+    for partition in range(PARTITIONS):
+        head = log.metadata.get_head("carried", partition)
+        assert head is not None and head.manifest_list
+        key, start, _ = parse_location(head.manifest_list)
+        assert start is not None and key.startswith(log.config.prefix + L0_DIR)
+        assert 0 < head.item_bytes < CARRY_AT_BYTES + 256  # one write unit per commit
+        expected = [
+            (flush * RECORDS + n, b"%d-%d" % (flush, n))
+            for flush in range(FLUSHES)
+            for n in range(RECORDS)
+        ]
+        assert read_all(log, "carried", partition) == expected
+
+
+def batch(log: ObjectLog, topic: str, values: list[bytes], sequence: int = 0) -> PartitionBatch:
+    info = log.topic(topic)
+    table = slice_table(topic, 0, [None] * len(values), values, [1] * len(values), 0)
+    return PartitionBatch(info, 0, table, sequence)
+
+
+def test_a_carried_spill_that_lost_its_head_is_committed_without_it(log: ObjectLog) -> None:
+    """Another writer appends between the plan and the commit: the commit's condition fails
+    on the tail's length, and the flush is committed again without the spill."""
+    log.create_topic("raced", partitions=1)
+    ours, theirs = log.new_appender(), log.new_appender()
+    for n in range(8):  # ours learns a head close to spilling
+        [done] = ours.append([batch(log, "raced", [b"a%d" % n], n)], "ours")
+        assert done.error is None
+    staged = ours.stage([batch(log, "raced", [b"a8"], 8)])
+    assert staged.carried  # planned from the head ours knows
+    [between] = theirs.append([batch(log, "raced", [b"b0"])], None)
+    assert between.error is None and between.base_offset == 8
+    [outcome] = ours.commit_staged(staged, "ours")
+    assert outcome.error is None and outcome.base_offset == 9
+    assert ours.stats.carried_spills == 0
+    head = log.metadata.get_head("raced", 0)
+    assert head is not None and head.manifest_list is None and len(head.tail) == 10
+    assert [v for _, v in read_all(log, "raced", 0)] == [
+        *(b"a%d" % n for n in range(8)),
+        b"b0",
+        b"a8",
+    ]
+    [after] = ours.append([batch(log, "raced", [b"a9"], 9)], "ours")  # planned afresh: it lands
+    assert after.error is None and ours.stats.carried_spills == 1
+    head = log.metadata.get_head("raced", 0)
+    assert head is not None and head.manifest_list is not None and len(head.tail) == 3
+    assert [v for _, v in read_all(log, "raced", 0)][-2:] == [b"a8", b"a9"]
+
+
+@pytest.fixture
+def short_grace_log(log_config: Config, clock: ManualClock) -> Iterator[ObjectLog]:
+    with ObjectLog(replace(log_config, delete_grace_ms=1_000), clock=clock) as objectlog:
+        objectlog.ensure_resources()
+        yield objectlog
+
+
+def test_garbage_collection_keeps_the_l0_objects_carrying_the_index_until_replaced(
+    short_grace_log: ObjectLog, clock: ManualClock
+) -> None:
+    log = short_grace_log
+    log.create_topic("kept", partitions=1)
+    with log.producer(linger_ms=0) as producer:
+        for n in range(30):
+            producer.send("kept", b"v%d" % n, partition=0, timestamp_ms=clock.now_ms())
+            producer.flush()
+    head = log.metadata.get_head("kept", 0)
+    assert head is not None and head.manifest_list is not None
+    carriers = {location_key(head.manifest_list)}
+    carriers |= {
+        location_key(entry.key)
+        for entry in log.index.manifest_list(head.manifest_list).entries
+        if entry.key
+    }
+    assert all(key.startswith(log.config.prefix + L0_DIR) for key in carriers)
+    collector = collector_for(log, min_age_ms=0)
+    clock.advance(5_000)  # every object is behind the horizon now
+    assert collector.run().deleted == []  # each one holds data or the index
+    assert [v for _, v in read_all(log, "kept", 0)] == [b"v%d" % n for n in range(30)]
+
+    clock.advance(1_000)  # objects written from now on are newer than the GC horizon
+    run_maintenance(log, ["kept"], settings=CompactionSettings(16 << 10, 2 << 10), collect=False)
+    head = log.metadata.get_head("kept", 0)
+    assert head is not None and head.manifest_list is not None
+    assert location_key(head.manifest_list).startswith(log.config.prefix + INDEX_DIR)
+    clock.advance(5_000)  # past the grace of what the swap replaced
+    report = collector.run()
+    assert carriers <= set(report.deleted)
+    assert collector.stale_objects(report.horizon_ms) == []  # invariant 7
+    assert [v for _, v in read_all(log, "kept", 0)] == [b"v%d" % n for n in range(30)]
