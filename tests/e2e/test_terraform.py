@@ -17,6 +17,7 @@ import time
 import uuid
 import zipfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,14 @@ import pytest
 import requests
 
 from objectlog import ObjectLog
+from objectlog.clock import ulid_time_ms
+from objectlog.config import Config
+from objectlog.format.segment import slice_table
 from objectlog.format.tables import table_name
 from objectlog.groups import TopicPartition
 from objectlog.http.routes import ROUTES
+from objectlog.services.append import PartitionBatch
+from objectlog.stores.metadata import Commit
 from objectlog.tools import packaging
 from objectlog.tools.deploy import DeployError
 from objectlog.tools.deploy.deployment import Deployment
@@ -313,15 +319,20 @@ def test_deployed_api_end_to_end(
     try:
         unsigned = requests.post(f"{url}/topics", json={"name": "x", "partitions": 1}, timeout=10)
         assert unsigned.status_code == 403, "an IAM-authorized route needs a SigV4 signature"
-        with ObjectLog.connect(api_url=url, sign=True) as client:
-            exercise_api(client, url, lambda: deployment.cold_start(functions["produce"]))
+        direct = ObjectLog(
+            replace(Config.from_env(), bucket=outputs["bucket"], table=outputs["table"])
+        )
+        with direct, ObjectLog.connect(api_url=url, sign=True) as client:
+            exercise_api(client, url, lambda: deployment.cold_start(functions["produce"]), direct)
             # The schedule's target, with the rule's invoke permission, as EventBridge runs it:
             # L0 merged into L1, key compaction, and GC of what was replaced (grace 0).
             (first,) = deployment.run_schedule(outputs["compact_rule"])
             assert first["finished"] and first["segments_merged"] > 0
             assert first["objects_deleted"] > 0, first
             assert_topic_tables(aws_endpoint, outputs["table_database"], {TOPIC, LEDGER})
-            produce_ledger(client, rounds=6, start=100)
+            # Twelve commits after the swap: the function's carried spill reads the
+            # compactor's manifest list (s3:GetObject on index/).
+            produce_ledger(client, rounds=12, start=100)
             (second,) = deployment.run_schedule(outputs["compact_rule"])
             assert second["finished"] and second["objects_deleted"] > 0, second
             after_compaction(client)
@@ -357,7 +368,9 @@ def test_deployed_api_end_to_end(
     assert {r.function for r in reports} == set(functions.values())
 
 
-def exercise_api(client: Any, url: str, cold_start_produce: Callable[[], None]) -> None:
+def exercise_api(
+    client: Any, url: str, cold_start_produce: Callable[[], None], direct: ObjectLog
+) -> None:
     """Every route family through the deployed API, signed as the Python client signs."""
     client.create_topic(TOPIC, partitions=2, config={"retention.ms": "604800000"})
     config = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
@@ -372,7 +385,8 @@ def exercise_api(client: Any, url: str, cold_start_produce: Callable[[], None]) 
             producer.send(TOPIC, value=f"v{i}".encode(), key=f"k{i % 5}".encode(), partition=0)
             producer.flush()
         producer.send(TOPIC, value=b"other", partition=1).result()
-    produce_ledger(client, rounds=20, start=0)
+    commit_without_carrying(direct, LEDGER, 17)
+    produce_ledger(client, rounds=20, start=0)  # its first commit spills on its own
     result = client.fetch(TOPIC, 0, 0, max_records=1000)
     assert [r.value for r in result.records] == [f"v{i}".encode() for i in range(FLUSHES)]
     assert client.offsets(TOPIC, 0).latest == FLUSHES
@@ -509,7 +523,6 @@ def run_agent_as_its_task(
     """`objectlog agent` with the task's environment and command (listening on loopback
     instead of 0.0.0.0:9092) serves a Kafka session; every AWS call it makes is checked
     against the task role Terraform applied, as the functions' calls are."""
-    from objectlog.config import Config
     from objectlog.kafka.server import AgentConfig, AgentThread
     from objectlog.kafka.users import Users
 
@@ -584,6 +597,30 @@ def kafka_session(bootstrap: str, compact: Callable[[], object]) -> None:
     admin.delete_topics([AGENT_TOPIC])[AGENT_TOPIC].result(timeout=30)
 
 
+def commit_without_carrying(direct: ObjectLog, topic: str, commits: int) -> None:
+    """Commits of L0 objects that carry no spill, as the Spark sink's driver makes them,
+    leaving a head past 16 refs: the produce function's next commit there spills it on its
+    own (s3:PutObject on index/)."""
+    info = direct.topic(topic)
+    appender = direct.new_appender()
+    for n in range(commits):
+        table = slice_table(topic, 0, [b"acct%d" % (n % 3)], [b"direct-%d" % n], [n], 0)
+        object_id, (ref,) = appender.upload([PartitionBatch(info, 0, table)])
+        direct.metadata.commit(
+            Commit(
+                info.topic_id,
+                topic,
+                0,
+                ref,
+                ulid_time_ms(object_id),
+                producer_id=None,
+                sequence=0,
+                now_s=int(time.time()),
+            )
+        )
+    appender.close()
+
+
 def produce_ledger(client: Any, rounds: int, start: int) -> None:
     with client.producer(linger_ms=0) as producer:
         for i in range(start, start + rounds):
@@ -619,7 +656,7 @@ def after_compaction(client: Any) -> None:
     assert [r.offset for r in result.records] == list(range(FLUSHES))
     ledger = client.fetch(LEDGER, 0, 0, max_records=1000)
     latest = {r.key: r.value for r in ledger.records}
-    assert latest == {f"acct{i % 3}".encode(): f"{i}".encode() for i in range(100, 106)}
+    assert latest == {f"acct{i % 3}".encode(): f"{i}".encode() for i in range(100, 112)}
     assert len(ledger.records) < 26, "key compaction kept only the newest values"
     for topic in (TOPIC, LEDGER):
         client.delete_topic(topic)

@@ -70,10 +70,11 @@ locals {
   # S3 statements per function: (actions, resources), scoped to the key layout.
   s3_statements = {
     produce = [
-      # L0 objects and the manifests a spill writes; a spill reads the manifest list and the
-      # newest manifest it merges into.
+      # L0 objects (with the spills they carry) and the manifest lists of spills made on their
+      # own; a spill reads the manifest list it replaces, an index object or a range of the L0
+      # object that carried it.
       { sid = "WriteSegmentsAndIndex", actions = ["s3:PutObject"], resources = [local.object_arns.l0, local.object_arns.index] },
-      { sid = "ReadIndex", actions = ["s3:GetObject"], resources = [local.object_arns.index] },
+      { sid = "ReadIndex", actions = ["s3:GetObject"], resources = [local.object_arns.l0, local.object_arns.index] },
     ]
     fetch = [
       { sid = "ReadSegmentsAndIndex", actions = ["s3:GetObject"], resources = [local.object_arns.l0, local.object_arns.index, local.object_arns.topics] },
