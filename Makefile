@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
@@ -188,6 +188,13 @@ bench-kafka: install
 # S3 and DynamoDB latencies, each cited (docs/benchmarks.md); no endpoint, a few seconds.
 bench-latency: install
 	$(BIN)/python -m bench.latency_model
+
+# Request cost of a low-rate workload (64 partitions, one 16 KiB flush a second each, read once at
+# the tail), measured in real time per configuration; ~2 minutes. moto cannot take 64 commits a
+# second: use DYNAMODB=local, or on moto COSTS_ARGS=--partitions 16 (docs/benchmarks.md).
+COSTS_ARGS ?=
+bench-costs: install
+	$(BIN)/python -m bench.costs --dynamodb $(DYNAMODB) $(COSTS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

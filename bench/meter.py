@@ -24,11 +24,13 @@ class Tally:
     counts: Counter[str] = field(default_factory=Counter)
     written: list[int] = field(default_factory=list)  # head items returned by commits
     read: list[int] = field(default_factory=list)  # items returned by GetItem/BatchGetItem
+    read_heads: list[int] = field(default_factory=list)  # of which partition heads
 
     def __iadd__(self, other: Tally) -> Tally:
         self.counts.update(other.counts)
         self.written += other.written
         self.read += other.read
+        self.read_heads += other.read_heads
         return self
 
 
@@ -70,8 +72,11 @@ class Requests:
         items = [parsed["Item"]] if "Item" in parsed else []
         for table_items in parsed.get("Responses", {}).values():
             items += table_items
+        sizes = [item_size(item) for item in items]
+        heads = [size for item, size in zip(items, sizes, strict=True) if is_head(item)]
         with self._lock:
-            self.tally.read += [item_size(item) for item in items]
+            self.tally.read += sizes
+            self.tally.read_heads += heads
 
     def take(self) -> Tally:
         """What was sent since the last take, and start again."""
@@ -86,6 +91,12 @@ def _open_range_reader(log: ObjectLog) -> Any:
         log._range_reader = AsyncRangeReader(log.config)
     reader = log._range_reader
     return asyncio.run_coroutine_threadsafe(reader._open(), reader._loop).result(timeout=30)
+
+
+def is_head(item: Mapping[str, Any]) -> bool:
+    """A partition head, as the wire carries it (stores.dynamo_metadata.head_key): what a
+    fetch reads, apart from topic metadata and group items."""
+    return item.get("sk") == {"S": "head"}
 
 
 def item_size(item: Mapping[str, Any]) -> int:

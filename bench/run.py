@@ -929,36 +929,87 @@ def contention(bench: Bench, flushes: int) -> None:
 # ---- dollars --------------------------------------------------------------------------------
 
 
+PRODUCED, READ = "produced", "read"  # which bytes a priced line is counted against
+ITEM_WRITES = ("UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem")
+
+
+@dataclass(frozen=True)
+class Priced:
+    """One kind of billed request: how many (requests, or DynamoDB request units) at what list
+    price each; side says whether they are counted per GB produced or per GB read."""
+
+    kind: str
+    side: str
+    count: float
+    price: float
+
+    @property
+    def usd(self) -> float:
+        return self.count * self.price
+
+
+def write_units(tally: Tally) -> float:
+    """Write units per DynamoDB write of the produce path: the mean over the head items the
+    commits returned (ALL_NEW), 1 per KiB of the whole item; 1 if no commit returned one."""
+    if not tally.written:
+        return 1.0
+    return float(np.mean([_units(size, 1024) for size in tally.written]))
+
+
+def read_units(sizes: Sequence[int]) -> int:
+    """Strongly consistent read units of the items read: 1 per 4 KiB of each (BatchGetItem
+    rounds every item on its own)."""
+    return sum(_units(size, 4096) for size in sizes)
+
+
+def priced_requests(produced: Tally, read: Tally) -> list[Priced]:
+    """The requests of producing (produced) and of reading (read), by kind, at list prices.
+
+    The produce path's writes all write head items (commits, and spills on their own), so
+    the commits' measured mean prices each of them. The read path's writes (a group's
+    heartbeats and offset commits) return no item: each is priced at 1 WRU, the least a write
+    costs, which their items (keys and a few numbers, well under 1 KiB) do not exceed.
+    """
+    pc, rc = produced.counts, read.counts
+    put, get = S3_PUT_PER_1000 / 1000, S3_GET_PER_1000 / 1000
+    wru, rru = DDB_WRU_PER_MILLION / 1e6, DDB_RRU_PER_MILLION / 1e6
+    per_write = write_units(produced)
+    other_reads = read_units(read.read) - read_units(read.read_heads)
+    return [
+        Priced("S3 PUT: data objects", PRODUCED, pc["PutObject:l0"], put),
+        Priced("S3 PUT: index objects (spills on their own)", PRODUCED, pc["PutObject:index"], put),
+        Priced(
+            f"DynamoDB write units: commits + spills, {per_write:.2f} WRU each",
+            PRODUCED,
+            sum(pc[op] for op in ITEM_WRITES) * per_write,
+            wru,
+        ),
+        Priced(
+            "DynamoDB read units: the producer's (topic metadata)",
+            PRODUCED,
+            read_units(produced.read),
+            rru,
+        ),
+        Priced("S3 GET: slices", READ, rc["GetObject:l0"], get),
+        Priced("S3 GET: index objects", READ, rc["GetObject:index"], get),
+        Priced("DynamoDB read units: heads", READ, read_units(read.read_heads), rru),
+        Priced("DynamoDB read units: topic metadata, group items", READ, other_reads, rru),
+        Priced(
+            "DynamoDB write units: group heartbeats, offset commits (1 WRU each)",
+            READ,
+            sum(rc[op] for op in ITEM_WRITES),
+            wru,
+        ),
+    ]
+
+
 def costs(bench: Bench) -> None:
     """Requests counted by kind, priced at AWS list prices, per GB produced and read once."""
     report = bench.report
     produced, fetched = bench.facts["produce"], bench.facts["fetch"]
     written: Tally = produced["tally"]
-    read: Tally = fetched["tally"]
-    head_bytes = float(np.mean(written.written))
-    write_units = float(np.mean([_units(size, 1024) for size in written.written]))
-    read_units = sum(_units(size, 4096) for size in read.read)
-    gb_produced = produced["bytes"] / 1e9
-    gb_read = fetched["bytes"] * fetched["rounds"] / 1e9
-    pc, fc = written.counts, read.counts
-    lines = [
-        (
-            "S3 PUT: data + manifests",
-            (pc["PutObject:l0"] + pc["PutObject:index"]) / gb_produced,
-            S3_PUT_PER_1000 / 1000,
-        ),
-        (
-            f"DynamoDB write units: commits + spills, {write_units:.2f} WRU each",
-            (pc["UpdateItem"] + pc["PutItem"]) * write_units / gb_produced,
-            DDB_WRU_PER_MILLION / 1e6,
-        ),
-        (
-            "S3 GET: slices + manifests",
-            (fc["GetObject:l0"] + fc["GetObject:index"]) / gb_read,
-            S3_GET_PER_1000 / 1000,
-        ),
-        ("DynamoDB read units: heads", read_units / gb_read, DDB_RRU_PER_MILLION / 1e6),
-    ]
+    head_bytes, per_write = float(np.mean(written.written)), write_units(written)
+    gb = {PRODUCED: produced["bytes"] / 1e9, READ: fetched["bytes"] * fetched["rounds"] / 1e9}
     section = report.section(
         "request cost per GB produced and read once (AWS list prices, us-east-1)",
         "requests",
@@ -967,18 +1018,21 @@ def costs(bench: Bench) -> None:
         "USD per GB",
     )
     total = 0.0
-    for name, per_gb, price in lines:
+    for line in priced_requests(written, fetched["tally"]):
+        if not line.count:
+            continue
+        per_gb = line.count / gb[line.side]
         section.rows.append(
-            (name, f"{per_gb:,.0f}", f"${price * 1e6:.3f}", f"{per_gb * price:.4f}")
+            (line.kind, f"{per_gb:,.0f}", f"${line.price * 1e6:.3f}", f"{per_gb * line.price:.4f}")
         )
-        total += per_gb * price
+        total += per_gb * line.price
     section.rows.append(("total", "", "", f"{total:.4f}"))
     report.add(Row("request cost per GB produced and read once", total, "USD"))
     report.note(
         "cost workload: 1 MiB flushes of 1 KiB records over 4 partitions (4 commits per flush), "
         "read once by a catch-up consumer (1 MiB per partition per fetch); head item "
         f"{head_bytes:.0f} B on average, measured from the items the commits returned "
-        f"({write_units:.2f} WRU per write). Prices: S3 PUT $0.005 and GET $0.0004 per 1,000; "
+        f"({per_write:.2f} WRU per write). Prices: S3 PUT $0.005 and GET $0.0004 per 1,000; "
         "DynamoDB on-demand $0.625 per million WRU (1 per KiB of the whole item), $0.125 per "
         "million RRU (strongly consistent, 1 per 4 KiB). Storage and transfer not included."
     )
