@@ -78,3 +78,18 @@ def test_a_stable_member_that_stops_heartbeating_lapses() -> None:
     assert not classic.expire(group, now_ms=5_000 + SESSION_MS)
     assert classic.expire(group, now_ms=5_000 + SESSION_MS + 1)
     assert not group.members
+
+
+def test_a_completed_join_is_answered_though_another_member_started_the_next_rebalance() -> None:
+    """Found under load (test_kafka_agents): the first member's join completed, a second
+    joined before the first's JoinGroup read the result, and the answer UNKNOWN_MEMBER_ID
+    made the client drop a member id the group then waited for until the rebalance timeout."""
+    group = ClassicGroup()
+    classic.join(group, member("first"), now_ms=0)
+    assert group.phase == COMPLETING and group.generation == 1
+    classic.join(group, member("second"), now_ms=10)
+    assert group.phase == PREPARING and group.generation == 1
+    answered = classic.join_result(group, "first")
+    assert answered is not None and [m.member_id for m in answered] == ["first"]
+    classic.leave(group, ["first"], now_ms=20)
+    assert classic.join_result(group, "first") is None  # dropped: UNKNOWN_MEMBER_ID

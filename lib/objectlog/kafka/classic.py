@@ -195,6 +195,16 @@ def join(group: ClassicGroup, member: Member, now_ms: int) -> None:
         complete_join(group, now_ms)
 
 
+def join_result(group: ClassicGroup, member_id: str) -> list[Member] | None:
+    """A completed JoinGroup's answer: the members of the generation it joined (the leader
+    is told them), or None if the group dropped the member. A rebalance another member started
+    since does not void it: Kafka's coordinator answered when the join completed, and the
+    member learns of the next rebalance from its SyncGroup (REBALANCE_IN_PROGRESS)."""
+    if member_id not in group.members:
+        return None
+    return [m for m in group.members.values() if m.joined <= group.generation]
+
+
 def leave(group: ClassicGroup, member_ids: list[str], now_ms: int) -> list[str]:
     """Remove members; the ones the group did not know are returned."""
     unknown = [m for m in member_ids if m not in group.members]

@@ -173,7 +173,8 @@ class GroupsApi:
             )
         except GroupError as e:
             return _join_answer(e.code, member_id=member_id)
-        if member_id not in group.members or group.phase not in (COMPLETING, STABLE):
+        generation_members = classic.join_result(group, member_id)
+        if generation_members is None:
             return _join_answer(ErrorCode.unknown_member_id, member_id=member_id)
         if group.protocol is None:
             return _join_answer(ErrorCode.inconsistent_group_protocol, member_id=member_id)
@@ -185,7 +186,7 @@ class GroupsApi:
                     "group_instance_id": m.instance_id,
                     "metadata": m.metadata(group.protocol),
                 }
-                for m in group.members.values()
+                for m in generation_members
             ]
         return {
             "throttle_time": 0,
