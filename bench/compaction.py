@@ -70,7 +70,7 @@ class Shape:
     bytes: Counter[int] = field(default_factory=Counter)  # ref bytes, by level
     manifests: int = 0
     tail: int = 0
-    head_segments: int = 0  # the head's own counters (segs, nbytes), kept by commits and swaps
+    head_segments: int = 0  # what describe_topic reports (IndexStore.extent: list summaries + tail)
     head_bytes: int = 0
 
     @property
@@ -93,7 +93,8 @@ class Shape:
 def shape(log: ObjectLog) -> Shape:
     head = log.metadata.get_head(TOPIC, 0)
     assert head is not None
-    found = Shape(tail=len(head.tail), head_segments=head.segments, head_bytes=head.bytes)
+    segments, size = log.index.extent(head)
+    found = Shape(tail=len(head.tail), head_segments=segments, head_bytes=size)
     if head.manifest_list:
         found.manifests = len(log.index.manifest_list(head.manifest_list).entries)
     objects: dict[int, set[str]] = {}
@@ -397,7 +398,7 @@ def bench_compaction(log: ObjectLog, report: Report, args: argparse.Namespace) -
     for when, found in (("before", before_shape), ("after", after_shape)):
         if not found.counters_match:
             console.print(
-                f"  [red]head counters {when}: segs {found.head_segments:,}, nbytes "
+                f"  [red]described extent {when}: segments {found.head_segments:,}, bytes "
                 f"{found.head_bytes:,}; the index lists {sum(found.refs.values()):,} refs, "
                 f"{sum(found.bytes.values()):,} bytes[/]"
             )

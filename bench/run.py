@@ -116,6 +116,54 @@ def fastest(results: dict[str, list[float]], names: Sequence[str]) -> tuple[str,
 # ---- produce vs its floor -------------------------------------------------------------------
 
 
+class CpuSplit:
+    """CPU time of each side's runs, this process's and the endpoint processes', beside its
+    wall time: when client and endpoint share the machine's CPUs, a side can go no faster
+    than its CPU time over the CPUs allows, whatever it waits for."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.runs: dict[str, list[tuple[float, float, float]]] = {}
+
+    def wrap(self, sides: dict[str, Callable[[], float]]) -> dict[str, Callable[[], float]]:
+        return {name: self._measured(name, run) for name, run in sides.items()}
+
+    def _measured(self, name: str, run: Callable[[], float]) -> Callable[[], float]:
+        def measured() -> float:
+            client, server = time.process_time(), self.endpoint.cpu_seconds()
+            seconds = run()
+            self.runs.setdefault(name, []).append(
+                (
+                    seconds,
+                    time.process_time() - client,
+                    self.endpoint.cpu_seconds() - server,
+                )
+            )
+            return seconds
+
+        return measured
+
+    def report(self, report: Report, title: str, per_run: int, names: Sequence[str]) -> None:
+        section = report.section(
+            title, "side", "wall", "client CPU", "endpoint CPU", "CPU / CPUs", "note"
+        )
+        cpus = os.cpu_count() or 1
+        for name in names:
+            wall, client, server = (
+                median([run[i] for run in self.runs[name]]) / per_run * 1000 for i in range(3)
+            )
+            section.rows.append(
+                (
+                    name,
+                    f"{wall:.2f}",
+                    f"{client:.2f}",
+                    f"{server:.2f}",
+                    f"{(client + server) / cpus:.2f}",
+                    "the least wall time the CPU work allows",
+                )
+            )
+
+
 class ProduceFloor:
     """The requests a flush needs at the least, from a bare boto3 loop: one PutObject of the
     same bytes, then per partition one conditional UpdateItem that adds to its next offset,
@@ -306,7 +354,8 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
         tally += bench.requests.take()
         return seconds
 
-    results = alternate(rounds, {**sides, "ours": ours_counted})
+    cpu = CpuSplit(bench.endpoint)
+    results = alternate(rounds, cpu.wrap({**sides, "ours": ours_counted}))
     counts = tally.counts
     bench.facts["floor"], bench.facts["own"] = floor, own
     stats = {k: getattr(producer.stats, k) - v for k, v in before.items()}
@@ -421,6 +470,14 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
             f"own requests, bare loop: {median(results['own requests']) / flushes * 1000:.2f}",
         ),
     ]
+    cpu.report(
+        report,
+        f"produce: CPU per flush (ms; medians of {rounds} rounds of {flushes} flushes), this "
+        f"process and the endpoint's (`objectlog dev`, DynamoDB Local), on {os.cpu_count()} "
+        "CPUs",
+        flushes,
+        ["ours", floor_name, "own requests"],
+    )
     bench.facts["produce"] = {
         "flushes": total_flushes,
         "tally": tally,
@@ -528,13 +585,16 @@ def fetch_vs_floor(bench: Bench, rounds: int) -> None:
         tally += bench.requests.take()
         return seconds
 
+    cpu = CpuSplit(bench.endpoint)
     results = alternate(
         rounds,
-        {
-            "ours": ours_counted,
-            "floor: the same GETs, in the same groups": floor_grouped,
-            "floor: the same GETs, 32 in flight throughout": floor_streamed,
-        },
+        cpu.wrap(
+            {
+                "ours": ours_counted,
+                "floor: the same GETs, in the same groups": floor_grouped,
+                "floor: the same GETs, 32 in flight throughout": floor_streamed,
+            }
+        ),
     )
     pool.shutdown()
     seconds, calls = stopwatch.take()
@@ -595,6 +655,13 @@ def fetch_vs_floor(bench: Bench, rounds: int) -> None:
             f"{median(results[grouped]) / mib * 1000:.2f}",
             "floor: GETs + decode, same groups",
         )
+    )
+    cpu.report(
+        report,
+        f"fetch: CPU per MiB read (ms; medians of {rounds} catch-ups), this process and the "
+        f"endpoint's, on {os.cpu_count()} CPUs",
+        round(mib),
+        ["ours", grouped],
     )
     bench.facts["fetch"] = {
         "rounds": rounds,

@@ -55,6 +55,11 @@ class Endpoint:
     dynamodb_url: str  # == url on moto; DynamoDB Local's own port with --dynamodb local
     dynamodb: str = "moto"  # which DynamoDB: "moto" or "local"
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by the endpoint's processes: `objectlog dev`
+        and its children (DynamoDB Local's JVM), read from /proc."""
+        return sum(_process_cpu_seconds(pid) for pid in _process_tree(self.pid))
+
     @property
     def description(self) -> str:
         """What serves S3 and DynamoDB, with versions: the header line of every report."""
@@ -156,3 +161,29 @@ def embedded_endpoint(dynamodb: str = "moto") -> Iterator[Endpoint]:
             process.kill()
             process.wait(timeout=10)
         log.close()
+
+
+def _process_tree(root: int) -> list[int]:
+    """root and every process below it (Linux /proc)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    tree, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        tree += frontier
+    return tree
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0  # gone meanwhile
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -107,7 +107,7 @@ def test_a_spill_onto_a_layout_1_list_starts_an_inline_manifest_after_it(
     head = metadata.get_head("t", 0)
     assert head is not None
     metadata._heads[("t", 0)] = head.__class__(
-        "t", 0, "tid", 45, 0, 45, (), "l-old", 1, 0, 15, 150, {}
+        "t", 0, "tid", 45, 0, 45, (), "l-old", 1, 0, {}
     )
     grow(index, metadata, 17)  # one spill
     head = metadata.get_head("t", 0)

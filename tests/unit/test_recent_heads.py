@@ -26,8 +26,6 @@ def head(log_start: int, high_watermark: int) -> PartitionHead:
         manifest_list=None,
         index_epoch=0,
         gc_horizon=0,
-        segments=0,
-        bytes=0,
     )
 
 

@@ -113,7 +113,7 @@ def test_placed_refs_start_at_the_ref_covering_the_offset() -> None:
         (ManifestEntry.summarize("m1", first), ManifestEntry.summarize("m2", second))
     )
     store.put_if_absent("l", listing.to_json())
-    head = PartitionHead("t", 0, "tid", 60, 0, 50, tuple(refs[10:]), "l", 1, 0, 12, 120)
+    head = PartitionHead("t", 0, "tid", 60, 0, 50, tuple(refs[10:]), "l", 1, 0)
     index = IndexStore(store, None, "", ManualClock())  # type: ignore[arg-type]
     for offset in (0, 4, 5, 29, 30, 33, 49, 50, 54, 55, 59):
         placed = list(index.placed_refs(head, offset))

@@ -2,16 +2,18 @@
 
 The fetch path asks for many slices at once (several partitions, several segments); this
 reader issues them concurrently over one aiohttp connection pool and hands back bytes, so
-callers stay synchronous. A caller's ``then`` (the fetch path's Parquet decode) runs on the
-reader's loop as each range arrives, while the other GETs are still in flight.
+callers stay synchronous. A caller's ``then`` (the fetch path's Parquet decode) runs as each
+range arrives, on a small pool of threads beside the reader's loop: decoding releases the GIL,
+so slices decode in parallel while the loop keeps receiving the other GETs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import aioboto3
@@ -38,6 +40,9 @@ class AsyncRangeReader:
         self._client: Any = None
         self._client_cm: Any = None
         self._semaphore: asyncio.Semaphore | None = None
+        self._then_pool = ThreadPoolExecutor(
+            max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="objectlog-decode"
+        )
 
     async def _open(self) -> Any:
         if self._client is None:
@@ -66,7 +71,9 @@ class AsyncRangeReader:
 
     async def _get_then(self, index: int, r: Range, then: Then | None) -> Any:
         data = await self._get(*r)
-        return data if then is None else then(index, data)
+        if then is None:
+            return data
+        return await self._loop.run_in_executor(self._then_pool, then, index, data)
 
     async def _get_all(self, ranges: Sequence[Range], then: Then | None) -> list[Any]:
         results = await asyncio.gather(
@@ -85,8 +92,8 @@ class AsyncRangeReader:
 
     def read_many(self, ranges: Sequence[Range], then: Then | None = None) -> list[Any]:
         """Each range's bytes, or then(index, bytes) if given, or the objectlog error reading
-        it raised, in order. then runs on this reader's loop as each range arrives, so it
-        should be short and should not raise (the fetch path's decode returns its errors)."""
+        it raised, in order. then runs on the reader's decode threads as each range arrives;
+        it should not raise (the fetch path's decode returns its errors)."""
         if not ranges:
             return []
         future: Future[list[Any]] = asyncio.run_coroutine_threadsafe(
@@ -105,3 +112,4 @@ class AsyncRangeReader:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
         self._loop.close()
+        self._then_pool.shutdown(wait=False)

@@ -170,16 +170,18 @@ class ObjectLog:
     def describe_topic(self, name: str) -> TopicDescription:
         topic = self.topic(name, fresh=True)
         heads = self.metadata.get_heads(name, range(topic.partitions))
-        partitions = [
-            PartitionInfo(
-                partition=p,
-                log_start_offset=heads[p].log_start_offset,
-                high_watermark=heads[p].next_offset,
-                segments=heads[p].segments,
-                bytes=heads[p].bytes,
+        partitions = []
+        for p in sorted(heads):
+            segments, size = self.index.extent(heads[p])
+            partitions.append(
+                PartitionInfo(
+                    partition=p,
+                    log_start_offset=heads[p].log_start_offset,
+                    high_watermark=heads[p].next_offset,
+                    segments=segments,
+                    bytes=size,
+                )
             )
-            for p in sorted(heads)
-        ]
         return TopicDescription(topic, partitions)
 
     def alter_topic_config(

@@ -7,10 +7,11 @@ slice per partition and hands them to the Appender, which writes one object and 
 partition. Idempotence is on by default (as in Kafka 3.0+): each partition gets the next
 sequence of this producer's id, so a commit that is retried never lands twice.
 
-Flushes are pipelined two deep: while the committer thread commits one flush, the sender
-thread encodes and uploads the next (Appender.stage). Sequences are assigned at commit time
-and commits run one flush at a time, in order, so order per partition is kept; at most two
-flushes beyond ``buffer_memory`` are in flight.
+Flushes are pipelined three deep: while the committer thread commits one flush, the next
+one's PUT is in flight on the Appender's upload thread and the sender thread encodes the one
+after (Appender.stage). Sequences are assigned at commit time and commits run one flush at a
+time, in order, so order per partition is kept; at most three flushes beyond
+``buffer_memory`` are in flight.
 """
 
 from __future__ import annotations

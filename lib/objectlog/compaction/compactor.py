@@ -453,8 +453,6 @@ class Compactor:
             manifest_list=listing,
             log_start_offset=proposal.log_start,
             object_time_ms=created,
-            segments_delta=len(new_refs) - len(replaced),
-            bytes_delta=sum(r.length for r in new_refs) - sum(p.ref.length for p in replaced),
         )
         if done:
             report.retired = retired

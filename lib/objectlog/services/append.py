@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -104,6 +104,7 @@ class StagedFlush:
     refs: list[SegmentRef] = field(default_factory=list)
     object_id: str | None = None
     carried: dict[int, Carried] = field(default_factory=dict)
+    upload: Future[None] | None = None  # the PUT in flight (Appender.stage)
 
 
 @dataclass
@@ -151,11 +152,13 @@ class Appender:
         self.sleep = sleep
         self.stats = AppendStats()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="objectlog-commit")
+        self._uploads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objectlog-upload")
         self._heads: dict[tuple[str, int], PartitionHead] = {}  # the newest each commit saw
         self._heads_lock = threading.Lock()
         self._carrying: set[tuple[str, int]] = set()  # partitions a staged flush carries for
 
     def close(self) -> None:
+        self._uploads.shutdown(wait=True)
         self._pool.shutdown(wait=True)
 
     def last_sequence(self, topic: str, partition: int, producer_id: str) -> int | None:
@@ -171,26 +174,38 @@ class Appender:
         return self.commit_staged(self.stage(batches), producer_id)
 
     def stage(self, batches: Sequence[PartitionBatch]) -> StagedFlush:
-        """Step 1 of append: encode and upload the object; never raises per batch. A producer
-        stages its next flush while the previous one commits (sequences are assigned between
-        the two steps, so they follow commit order)."""
+        """Step 1 of append: encode the object now and upload it on this Appender's upload
+        thread; never raises per batch. The caller encodes its next flush while this one's
+        PUT is in flight, and commit_staged waits for the PUT. A producer stages its next
+        flush while the previous one commits (sequences are assigned between the two steps,
+        so they follow commit order)."""
         outcomes = [AppendOutcome(batch) for batch in batches if batch.records]
         staged = StagedFlush(outcomes)
         if not outcomes:
             return staged
         plans = self._spill_plans(outcomes)
-        try:
-            staged.object_id = self._upload(
-                [o.batch for o in outcomes], staged.refs, staged.carried, plans
-            )
-        except ObjectLogError as e:
-            for outcome in outcomes:
-                outcome.error = e
-            self._done_carrying([outcomes[i].batch for i in plans])
+        object_id = new_ulid(self.clock)
+        key = l0_key(self.prefix, object_id)
+        encoded = self._encode([o.batch for o in outcomes], key, plans)
+        staged.carried.update(encoded.carried)
+        staged.upload = self._uploads.submit(self._upload_staged, staged, object_id, encoded)
         return staged
+
+    def _upload_staged(self, staged: StagedFlush, object_id: str, encoded: _Encoded) -> None:
+        try:
+            self._put_new_object(l0_key(self.prefix, object_id), encoded.body)
+        except ObjectLogError as e:
+            for outcome in staged.outcomes:
+                outcome.error = e
+            self._done_carrying([staged.outcomes[i].batch for i in staged.carried])
+            return
+        staged.refs.extend(replace(ref, object_id=object_id) for ref in encoded.refs)
+        staged.object_id = object_id
 
     def commit_staged(self, staged: StagedFlush, producer_id: str | None) -> list[AppendOutcome]:
         """Step 2 of append: commit each partition of a staged flush, then spill grown heads."""
+        if staged.upload is not None:
+            staged.upload.result()  # _upload_staged records a failed PUT in the outcomes
         outcomes, object_id = staged.outcomes, staged.object_id
         if object_id is None:
             return outcomes
@@ -262,20 +277,13 @@ class Appender:
         refs: list[SegmentRef] = []
         return self._upload(batches, refs), refs
 
-    def _upload(
-        self,
-        batches: Sequence[PartitionBatch],
-        refs_out: list[SegmentRef],
-        carried_out: dict[int, Carried] | None = None,
-        plans: dict[int, SpillPlan] | None = None,
-    ) -> str:
+    def _upload(self, batches: Sequence[PartitionBatch], refs_out: list[SegmentRef]) -> str:
+        """Encode and write the batches as one L0 object (carrying no spill), now."""
         object_id = new_ulid(self.clock)
         key = l0_key(self.prefix, object_id)
-        encoded = self._encode(batches, key, plans or {})
+        encoded = self._encode(batches, key, {})
         self._put_new_object(key, encoded.body)
         refs_out.extend(replace(ref, object_id=object_id) for ref in encoded.refs)
-        if carried_out is not None:
-            carried_out.update(encoded.carried)
         return object_id
 
     def _spill_plans(self, outcomes: list[AppendOutcome]) -> dict[int, SpillPlan]:

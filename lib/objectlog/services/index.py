@@ -131,6 +131,17 @@ class IndexStore:
                     keys.setdefault(object_key(self.prefix, LEVEL_L1, placed.ref.object_id))
         return list(keys)
 
+    def extent(self, head: PartitionHead) -> tuple[int, int]:
+        """How many refs the head's index holds and their bytes, from the tail and the
+        manifest list's summaries (one cached read): a topic description's segments and
+        bytes, which no commit counts."""
+        refs, size = len(head.tail), sum(ref.length for ref in head.tail)
+        if head.manifest_list:
+            for entry in self.manifest_list(head.manifest_list).entries:
+                refs += entry.refs
+                size += entry.bytes
+        return refs, size
+
     def needs_spill(self, head: PartitionHead) -> bool:
         return len(head.tail) > TAIL_MAX
 

@@ -8,7 +8,7 @@ Items (string keys ``pk``/``sk``):
     kafka     / producer-ids   n: the Kafka producer ids handed out (InitProducerId)
     part#<t>#<p> / head  tid, next (high watermark), lso (log start), tb (tail base),
                          tail [ref, ...], ml (manifest list key), ie (index epoch),
-                         gch (GC horizon, ms), ce (compactor epoch), segs, nbytes,
+                         gch (GC horizon, ms), ce (compactor epoch),
                          ps {<pid>s: last sequence, <pid>b: its base offset, <pid>t: last use s,
                              <kafka pid>w: a Kafka producer's window (stores.kafka_window)}
 
@@ -91,8 +91,6 @@ def parse_head(topic: str, partition: int, item: Mapping[str, Any]) -> Partition
         manifest_list=item.get("ml"),
         index_epoch=item.get("ie", 0),
         gc_horizon=item.get("gch", 0),
-        segments=item.get("segs", 0),
-        bytes=item.get("nbytes", 0),
         producers=parse_producers(item),
         compactor_epoch=item.get("ce"),
         item_bytes=item_size(item),
@@ -109,8 +107,6 @@ def new_head_item(topic: Topic, partition: int) -> Item:
         "tail": [],
         "ie": 0,
         "gch": 0,
-        "segs": 0,
-        "nbytes": 0,
         "ps": {},
     }
 
@@ -289,12 +285,10 @@ class DynamoMetadata(KafkaCommits):
         if commit.kafka is not None:
             return self._kafka_commit(commit)
         ref = commit.ref
-        names = {"#next": "next", "#segs": "segs", "#nbytes": "nbytes"}
+        names = {"#next": "next"}
         values: dict[str, Any] = {
             ":span": ref.span,
             ":refs": [ref.encode()],
-            ":one": 1,
-            ":len": ref.length,
             ":tid": commit.topic_id,
             ":ots": commit.object_time_ms,
         }
@@ -319,7 +313,7 @@ class DynamoMetadata(KafkaCommits):
         remove = f" REMOVE {', '.join(removes)}" if removes else ""
         written = self.table.update(
             head_key(commit.topic, commit.partition),
-            f"SET {', '.join(sets)} ADD #segs :one, #nbytes :len{remove}",
+            f"SET {', '.join(sets)}{remove}",
             condition=condition,
             names=names,
             values=values,
@@ -398,19 +392,15 @@ class DynamoMetadata(KafkaCommits):
         manifest_list: str,
         log_start_offset: int,
         object_time_ms: int,
-        segments_delta: int,
-        bytes_delta: int,
     ) -> bool:
         return self.table.update(
             head_key(topic, partition),
-            "SET ml = :ml, lso = :lso, ie = ie + :one ADD segs :dsegs, nbytes :dbytes",
+            "SET ml = :ml, lso = :lso, ie = ie + :one",
             condition="tid = :tid AND ie = :ie AND ce = :ce AND gch < :ots",
             values={
                 ":ml": manifest_list,
                 ":lso": log_start_offset,
                 ":one": 1,
-                ":dsegs": segments_delta,
-                ":dbytes": bytes_delta,
                 ":tid": topic_id,
                 ":ie": expected_index_epoch,
                 ":ce": compactor_epoch,
@@ -442,6 +432,7 @@ def _carried_spill(
         {
             ":tail": [ref.encode() for ref in spill.tail] + values.pop(":refs"),
             ":ie": spill.index_epoch,
+            ":one": 1,
             ":tn": spill.tail_length,
             ":moved": spill.span_removed,
             ":ml": spill.manifest_list,

@@ -178,21 +178,16 @@ class KafkaCommits:
         sets, condition, values = append_expression(commit, batches)
         return self.table.update(
             self._head_key(commit),
-            f"SET tail = list_append(tail, :refs), {', '.join(sets)}, #next = #next + :span "
-            "ADD #segs :one, #nbytes :len",
+            f"SET tail = list_append(tail, :refs), {', '.join(sets)}, #next = #next + :span",
             condition=f"tid = :tid AND gch < :ots AND {condition}",
             names={
                 "#next": "next",
-                "#segs": "segs",
-                "#nbytes": "nbytes",
                 "#kw": window_attribute(commit.producer_id),
             },
             values={
                 **values,
                 ":span": ref.span,
                 ":refs": [ref.encode()],
-                ":one": 1,
-                ":len": ref.length,
                 ":tid": commit.topic_id,
                 ":ots": commit.object_time_ms,
             },

@@ -111,7 +111,7 @@ class MemoryMetadata:
         with self._lock:
             for p in partitions:
                 self._heads[(topic.name, p)] = PartitionHead(
-                    topic.name, p, topic.topic_id, 0, 0, 0, (), None, 0, 0, 0, 0, {}
+                    topic.name, p, topic.topic_id, 0, 0, 0, (), None, 0, 0, {}
                 )
 
     def delete_heads(self, topic: str, partitions: Iterable[int]) -> None:
@@ -201,8 +201,6 @@ class MemoryMetadata:
         manifest_list: str,
         log_start_offset: int,
         object_time_ms: int,
-        segments_delta: int,
-        bytes_delta: int,
     ) -> bool:
         return self._update_head(
             topic,
@@ -218,8 +216,6 @@ class MemoryMetadata:
                 manifest_list=manifest_list,
                 log_start_offset=log_start_offset,
                 index_epoch=h.index_epoch + 1,
-                segments=h.segments + segments_delta,
-                bytes=h.bytes + bytes_delta,
             ),
         )
 

@@ -76,8 +76,6 @@ class PartitionHead:
     manifest_list: str | None
     index_epoch: int
     gc_horizon: int
-    segments: int
-    bytes: int
     producers: Mapping[str, ProducerState] = field(default_factory=dict)
     compactor_epoch: int | None = None
     item_bytes: int = 0  # the stored item's billed size where the store knows it (DynamoDB)
@@ -209,8 +207,6 @@ class HeadStore(Protocol):
         manifest_list: str,
         log_start_offset: int,
         object_time_ms: int,
-        segments_delta: int,
-        bytes_delta: int,
     ) -> bool:
         """Point the head at a compacted index, conditional on topic id, index epoch,
         compactor epoch and GC horizon (never on next_offset); False if one failed."""
@@ -294,8 +290,6 @@ def apply_commit(commit: Commit, head: PartitionHead) -> PartitionHead:
         head,
         next_offset=head.next_offset + commit.ref.span,
         tail=(*head.tail, commit.ref),
-        segments=head.segments + 1,
-        bytes=head.bytes + commit.ref.length,
         producers=producers,
     )
     spill = commit.spill
@@ -380,8 +374,6 @@ def kafka_commit(
         head,
         next_offset=head.next_offset + commit.ref.span,
         tail=(*head.tail, commit.ref),
-        segments=head.segments + 1,
-        bytes=head.bytes + commit.ref.length,
         producers=producers,
     )
     return CommitResult(head.next_offset, new), new
