@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,7 @@ from objectlog.format.layout import object_key
 TOPIC = "catchup"
 VALUE_BYTES = 1024
 MEMBERS = (1, 2, 4)
+ARROW = "1 member, poll_table()"
 
 
 def produce(log: ObjectLog, partitions: int, total_mib: int) -> int:
@@ -62,17 +64,34 @@ def slice_ranges(log: ObjectLog, partitions: int) -> list[tuple[str, int, int]]:
 
 
 def catch_up(
-    log: ObjectLog, members: int, total: int, stats: dict[str, int]
+    log: ObjectLog, members: int, total: int, stats: dict[str, int], *, arrow: bool = False
 ) -> Callable[[], float]:
-    """One round: a fresh group of `members` consumers reads everything once."""
+    """One round: a fresh group of `members` consumers reads everything once, with poll()
+    (a Python record per record) or, arrow=True, poll_table() (Arrow, no object per record)."""
+    partitions = int(log.topic(TOPIC).partitions)
 
     def run() -> float:
         group = f"catchup-{members}-{uuid.uuid4().hex[:8]}"
-        seen: set[tuple[int, int]] = set()
+        seen = np.zeros((partitions, total), dtype=bool)  # by partition and offset
         returned = 0
         lock = threading.Lock()
         done = threading.Event()
         errors: list[BaseException] = []
+
+        def polled(consumer: Any) -> tuple[int, np.ndarray, np.ndarray]:
+            if arrow:
+                table = consumer.poll_table(timeout=0.1)
+                return (
+                    table.num_rows,
+                    table.column("partition").to_numpy(),
+                    table.column("offset").to_numpy(),
+                )
+            records = consumer.poll(timeout=0.1)
+            return (
+                len(records),
+                np.fromiter((r.partition for r in records), np.int64, len(records)),
+                np.fromiter((r.offset for r in records), np.int64, len(records)),
+            )
 
         def member() -> None:
             nonlocal returned
@@ -89,13 +108,13 @@ def catch_up(
                     ) as consumer,
                 ):
                     while not done.is_set():
-                        records = consumer.poll(timeout=0.1)
-                        if records:
+                        count, partition, offset = polled(consumer)
+                        if count:
                             consumer.commit()
                         with lock:
-                            returned += len(records)
-                            seen.update((r.partition, r.offset) for r in records)
-                            if len(seen) == total:
+                            returned += count
+                            seen[partition, offset] = True
+                            if seen.sum() == total:
                                 done.set()
             except BaseException as e:  # reported by the round
                 errors.append(e)
@@ -163,13 +182,13 @@ def main() -> None:
         )
         floor = "raw S3 GETs"
         sides = {f"{n} member(s)": catch_up(log, n, total, stats) for n in MEMBERS}
+        sides[ARROW] = catch_up(log, 1, total, stats, arrow=True)
         sides[floor] = raw_gets(log, ranges)
         results = alternate(args.rounds, sides)
         log.close()
     mib = total * VALUE_BYTES / MIB
     floor_s = median(results[floor])
-    for n in MEMBERS:
-        name = f"{n} member(s)"
+    for name in [f"{n} member(s)" for n in MEMBERS] + [ARROW]:
         seconds = median(results[name])
         report.add(
             Row(
