@@ -186,7 +186,11 @@ class Appender:
         plans = self._spill_plans(outcomes)
         object_id = new_ulid(self.clock)
         key = l0_key(self.prefix, object_id)
-        encoded = self._encode([o.batch for o in outcomes], key, plans)
+        try:
+            encoded = self._encode([o.batch for o in outcomes], key, plans)
+        except BaseException:
+            self._done_carrying([outcomes[i].batch for i in plans])  # no flush carries them
+            raise
         staged.carried.update(encoded.carried)
         staged.upload = self._uploads.submit(self._upload_staged, staged, object_id, encoded)
         return staged
