@@ -118,6 +118,7 @@ class AppendStats:
     reuploads: int = 0
     spills: int = 0
     carried_spills: int = 0  # of the spills, those a commit carried
+    carried_spills_raced: int = 0  # carried spills another writer's change made void
     encode_s: float = 0.0
     put_s: float = 0.0
     commit_s: float = 0.0
@@ -156,6 +157,7 @@ class Appender:
         self._heads: dict[tuple[str, int], PartitionHead] = {}  # the newest each commit saw
         self._heads_lock = threading.Lock()
         self._carrying: set[tuple[str, int]] = set()  # partitions a staged flush carries for
+        self._solo: set[tuple[str, int]] = set()  # no other writer's commit between our last two
 
     def close(self) -> None:
         self._uploads.shutdown(wait=True)
@@ -300,16 +302,22 @@ class Appender:
             head = self._known_head(outcome.batch)
             if head is None or not self.index.should_carry_spill(head):
                 continue
-            with self._heads_lock:  # one flush carries a partition's spill at a time
-                if (head.topic, head.partition) in self._carrying:
+            key = (head.topic, head.partition)
+            with self._heads_lock:
+                # Only a writer that saw no other writer's commit between its last two: with
+                # writers interleaving, a carried spill would fail its condition (a wasted
+                # write); the spill made on its own serves them. One flush carries at a time.
+                if key not in self._solo or key in self._carrying:
                     continue
-                self._carrying.add((head.topic, head.partition))
+                self._carrying.add(key)
             try:
                 plan = self.index.plan_spill(head)
             except ObjectLogError as e:
                 logger.warning("no spill carried for %s/%s: %s", head.topic, head.partition, e)
-                continue
-            if plan is not None:
+                plan = None
+            if plan is None:
+                self._done_carrying([outcome.batch])
+            else:
                 plans[i] = plan
         return plans
 
@@ -364,6 +372,7 @@ class Appender:
                 result = self._commit_once(batch, ref, object_id, producer_id, spill)
             except SpillRaced:
                 spill = None  # the head changed since the plan: commit without the spill
+                self.stats.carried_spills_raced += 1
                 continue
             except HorizonPassed:
                 # Our object may be deleted by GC: upload this slice again and commit that.
@@ -396,7 +405,8 @@ class Appender:
             if spill is not None and not result.duplicate:
                 self.stats.spills += 1
                 self.stats.carried_spills += 1
-            self._remember(result.head)
+            if not result.duplicate:
+                self._remember(result.head, result.base_offset)
             return
         if unknown is not None and last_error is not unknown:
             # Later attempts failed without an answer, but an earlier one may have landed:
@@ -452,13 +462,18 @@ class Appender:
             head = self._heads.get((batch.topic.name, batch.partition))
         return head if head is not None and head.topic_id == batch.topic.topic_id else None
 
-    def _remember(self, head: PartitionHead | None) -> None:
-        """Keep the newest head seen per partition (epochs and offsets only grow)."""
+    def _remember(self, head: PartitionHead | None, base_offset: int) -> None:
+        """Keep the newest head seen per partition (epochs and offsets only grow), and whether
+        this commit followed our previous one directly (no other writer in between)."""
         if head is None:
             return
         key = (head.topic, head.partition)
         with self._heads_lock:
             known = self._heads.get(key)
+            if known is not None and base_offset == known.next_offset:
+                self._solo.add(key)
+            else:
+                self._solo.discard(key)
             if known is None or (known.index_epoch, known.next_offset) <= (
                 head.index_epoch,
                 head.next_offset,
