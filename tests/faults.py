@@ -25,6 +25,7 @@ from objectlog.tools.verify.faults import (  # noqa: F401  (re-exported for the 
     l0_objects,
     on_partition,
     spills,
+    swaps,
 )
 from objectlog.tools.verify.history import History, Produce
 

@@ -24,10 +24,11 @@ from objectlog.compaction.compactor import CompactionSettings, PartitionReport
 from objectlog.compaction.gc import GarbageCollector
 from objectlog.compaction.maintenance import collector_for, compactor_for, run_maintenance
 from objectlog.config import Config
-from objectlog.errors import OffsetOutOfRange
+from objectlog.errors import ObjectLogError, OffsetOutOfRange
 from objectlog.format.index import LEVEL_L0, LEVEL_L1
 from objectlog.format.layout import INDEX_DIR, L0_DIR, TOPICS_DIR, l0_key
 from objectlog.spark.files import live_files
+from tests.faults import FaultInjector, spills, swaps
 
 SMALL = CompactionSettings(target_file_bytes=16 << 10, row_group_bytes=2 << 10)
 Row = tuple[int, bytes | None, bytes | None]
@@ -337,6 +338,38 @@ def test_a_compactor_killed_at_any_step_leaves_a_readable_log(
     clock.advance(11_000)  # past the grace period and the GC horizon
     report = collector.run()
     assert report.deleted  # the replaced L0 objects, and what the crash left behind
+    assert_invariant_7(log, collector, report.horizon_ms)
+    assert read_all(log, "t") == everything
+
+
+@pytest.mark.parametrize("call", ["swap", "spill"])
+def test_a_compactor_call_whose_answer_botocore_lost_leaves_a_readable_log(
+    short_grace_log: ObjectLog, clock: ManualClock, call: str
+) -> None:
+    """botocore's retry handler resends a call whose answer timed out; a resent swap (or
+    spill) that had landed fails its condition against itself. The compactor must not take
+    that for "another writer won" and clean up what the head now references."""
+    log = short_grace_log
+    log.create_topic("t")
+    produce(log, "t", 30, 5, clock=clock)
+    everything = read_all(log, "t")
+    faults = FaultInjector()
+    lost = faults.lose_answer_in_sdk(
+        log.metadata.client, "UpdateItem", times=1, when=swaps if call == "swap" else spills
+    )
+    try:
+        compact(log, "t")
+    except ObjectLogError:
+        pass  # an unknown outcome may end this run; the log must not lose anything
+    finally:
+        faults.remove()
+    assert lost.injected == 1
+    assert read_all(log, "t") == everything
+    clock.advance(SMALL.lease_ttl_ms + 1)
+    compact(log, "t")
+    collector = collector_for(log, min_age_ms=10_000)
+    clock.advance(11_000)  # past the grace period and the GC horizon
+    report = collector.run()
     assert_invariant_7(log, collector, report.horizon_ms)
     assert read_all(log, "t") == everything
 

@@ -148,18 +148,22 @@ def test_a_retried_commit_with_the_same_producer_and_sequence_writes_nothing(
 # ---- lost answers, crashes, the GC horizon -----------------------------------------------
 
 
+@pytest.mark.parametrize("in_sdk", [False, True], ids=["after-botocore", "inside-botocore"])
 @pytest.mark.parametrize("operation", ["UpdateItem", "PutObject"])
 def test_a_call_applied_but_whose_answer_was_lost_is_retried_to_the_original_offsets(
-    log: ObjectLog, operation: str
+    log: ObjectLog, operation: str, in_sdk: bool
 ) -> None:
+    """After botocore: its retries are spent. Inside botocore: its retry handler would send
+    the call again, and a resent commit fails its condition against its own first attempt."""
     log.create_topic("t", partitions=2)
     faults = FaultInjector()
+    lose = faults.lose_answer_in_sdk if in_sdk else faults.lose_answer
     with log.producer(linger_ms=10_000) as producer:
         assert sent(producer, "t", b"before") == 0
         if operation == "UpdateItem":
-            lost = faults.lose_answer(log.metadata.client, operation, times=1, when=commits)
+            lost = lose(log.metadata.client, operation, times=1, when=commits)
         else:
-            lost = faults.lose_answer(log.store.client, operation, times=1, when=l0_objects)
+            lost = lose(log.store.client, operation, times=1, when=l0_objects)
         futures = [producer.send("t", b"v%d" % i, partition=i % 2) for i in range(6)]
         producer.flush()
         got = [(f.result(timeout=30).partition, f.result().offset) for f in futures]
@@ -171,6 +175,27 @@ def test_a_call_applied_but_whose_answer_was_lost_is_retried_to_the_original_off
         head = log.metadata.get_head("t", partition)
         assert head is not None and len(head.tail) == segments
     assert len(l0_ids(log)) == 2  # the retried PUT found its own object (If-None-Match)
+
+
+def test_a_commit_whose_answer_botocore_lost_is_not_resent_without_a_producer_id(
+    log: ObjectLog,
+) -> None:
+    """Without idempotence nothing tells a resent commit from a new one: botocore's retry
+    handler would send it again and append the batch twice. The send fails with an unknown
+    outcome instead (its batch is in the log once), as Kafka's producer reports a timeout."""
+    log.create_topic("t")
+    faults = FaultInjector()
+    with log.producer(linger_ms=0, enable_idempotence=False) as producer:
+        assert sent(producer, "t", b"before") == 0
+        lost = faults.lose_answer_in_sdk(log.metadata.client, "UpdateItem", times=1, when=commits)
+        future = producer.send("t", b"once")
+        producer.flush()
+        with pytest.raises(ObjectLogError) as failed:
+            future.result(timeout=30)
+        assert failed.value.kind == ErrorKind.UNKNOWN_OUTCOME
+        assert sent(producer, "t", b"after") == 2
+    assert lost.injected == 1
+    assert read_partition(log, "t") == [b"before", b"once", b"after"]
 
 
 def test_a_lost_answer_retried_after_other_commits_returns_its_own_offsets(

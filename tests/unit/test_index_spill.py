@@ -106,9 +106,7 @@ def test_a_spill_onto_a_layout_1_list_starts_an_inline_manifest_after_it(
     store.put_if_absent("l-old", listing.to_json())
     head = metadata.get_head("t", 0)
     assert head is not None
-    metadata._heads[("t", 0)] = head.__class__(
-        "t", 0, "tid", 45, 0, 45, (), "l-old", 1, 0, {}
-    )
+    metadata._heads[("t", 0)] = head.__class__("t", 0, "tid", 45, 0, 45, (), "l-old", 1, 0, {})
     grow(index, metadata, 17)  # one spill
     head = metadata.get_head("t", 0)
     assert head is not None and index.spills == 1

@@ -11,7 +11,10 @@ The retry policy, the one place it is decided:
 - a lost answer (timeout or closed connection after the request was sent) is tried again only
   for a call the caller marked ``repeatable`` (a read, or a write whose repeat writes the same
   values or fails its condition); otherwise it raises UnknownOutcome at once, so the caller can
-  tell a landed write from a failed one (the commit does that with producer sequences);
+  tell a landed write from a failed one (the commit does that with producer sequences). That
+  holds for botocore's own retries too: its retry handler resends a call whose answer timed
+  out, and a resent commit that had landed fails its condition against itself, which would
+  read as "another writer won";
 - a failed condition is an answer, not an error: ``Written(applied=False, item=<as it was>)``.
 
 Raises StorageUnavailable, UnknownOutcome, ObjectNotFound (the table is missing).
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -130,6 +134,20 @@ def _lost_answer(error: Exception) -> bool:
     ) and not isinstance(error, botocore.exceptions.ConnectTimeoutError)
 
 
+_calls = threading.local()  # .unrepeatable: this thread's call must not be resent
+
+
+def _no_resend_after_a_lost_answer(caught_exception: Exception | None = None, **_: Any) -> None:
+    """botocore's needs-retry hook: end an unrepeatable call whose answer was lost, where
+    botocore would send it again (raising here is what botocore's caller then sees)."""
+    if (
+        caught_exception is not None
+        and getattr(_calls, "unrepeatable", False)
+        and _lost_answer(caught_exception)
+    ):
+        raise caught_exception
+
+
 class DynamoTable:
     """One DynamoDB table through one botocore client."""
 
@@ -145,6 +163,11 @@ class DynamoTable:
         self.name = name
         self.attempts = attempts
         self.sleep = sleep
+        client.meta.events.register_first(
+            "needs-retry.dynamodb",
+            _no_resend_after_a_lost_answer,
+            unique_id="objectlog-no-resend-after-a-lost-answer",
+        )
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -292,6 +315,7 @@ class DynamoTable:
     def call(self, what: str, request: Callable[[], T], *, repeatable: bool = True) -> T:
         """Send request under the retry policy (module docstring); objectlog errors only."""
         for attempt in range(1, self.attempts + 1):
+            _calls.unrepeatable = not repeatable
             try:
                 return request()
             except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as e:
@@ -306,6 +330,8 @@ class DynamoTable:
                     raise translate(e, what=what, idempotent=False) from e
                 if not (lost or _transient(e)) or attempt == self.attempts:
                     raise translate(e, what=what, idempotent=True) from e
+            finally:
+                _calls.unrepeatable = False
             self.sleep(BACKOFF_S * 2**attempt)
         raise AssertionError("unreachable")
 

@@ -34,7 +34,6 @@ import pyarrow.compute as pc
 from objectlog.clock import Clock, new_ulid, ulid_time_ms
 from objectlog.errors import (
     HorizonPassed,
-    ObjectExists,
     ObjectLogError,
     SpillRaced,
     StorageUnavailable,
@@ -327,10 +326,6 @@ class Appender:
             try:
                 self.store.put_if_absent(key, body)
                 break
-            except ObjectExists:
-                if attempt == 0:  # a ULID collision: never ours on the first try
-                    raise
-                break  # an earlier attempt of ours landed but its answer was lost
             except (UnknownOutcome, StorageUnavailable):
                 if attempt == PUT_ATTEMPTS - 1:
                     raise

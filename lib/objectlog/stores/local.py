@@ -25,7 +25,7 @@ class LocalObjectStore(ObjectStore):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
-    def put_if_absent(self, key: str, body: bytes) -> None:
+    def _create(self, key: str, body: bytes) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=TEMPORARY, dir=path.parent)

@@ -25,8 +25,27 @@ class ObjectInfo:
 class ObjectStore(ABC):
     """Immutable objects by key: written once, read by range, deleted when unreferenced."""
 
-    @abstractmethod
     def put_if_absent(self, key: str, body: bytes) -> None:
+        """Write a new object; ObjectExists if the key holds other bytes.
+
+        A key that already holds exactly these bytes is this write landed earlier: an SDK
+        retries a PUT whose answer it lost, and the retry meets the first attempt's object
+        (S3 answers 412). Keys are fresh ULIDs, so no other writer makes the same bytes.
+        """
+        try:
+            self._create(key, body)
+        except ObjectExists:
+            if not self._holds(key, body):
+                raise
+
+    def _holds(self, key: str, body: bytes) -> bool:
+        try:
+            return self.get(key) == body
+        except ObjectNotFound:
+            return False
+
+    @abstractmethod
+    def _create(self, key: str, body: bytes) -> None:
         """Write a new object; ObjectExists if the key is taken."""
 
     @abstractmethod
@@ -58,7 +77,7 @@ class MemoryObjectStore(ObjectStore):
         self._lock = threading.Lock()
         self._clock_ms = clock_ms or (lambda: 0)
 
-    def put_if_absent(self, key: str, body: bytes) -> None:
+    def _create(self, key: str, body: bytes) -> None:
         with self._lock:
             if key in self._objects:
                 raise ObjectExists(f"{key} already exists")

@@ -20,7 +20,7 @@ class S3ObjectStore(ObjectStore):
         self.client = client
         self.bucket = bucket
 
-    def put_if_absent(self, key: str, body: bytes) -> None:
+    def _create(self, key: str, body: bytes) -> None:
         with translated(f"PutObject s3://{self.bucket}/{key}", idempotent=False):
             self.client.put_object(Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*")
 

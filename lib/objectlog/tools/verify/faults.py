@@ -7,6 +7,8 @@ Faults are botocore event handlers, so they take the code path a real AWS failur
 - ``throttle``: ``before-send`` answers with a canned 503 SlowDown (S3) or 400
   ThrottlingException (DynamoDB), which botocore's retry handler retries like a real one;
 - ``lose_answer``: ``after-call`` raises ReadTimeoutError: the call was applied, its answer lost;
+- ``lose_answer_in_sdk``: ``before-send`` sends the call, then raises ReadTimeoutError inside
+  botocore's retry loop: the call was applied and botocore's retry handler sends it again;
 - ``crash_before``: ``before-call`` raises: the process stopped between two calls (say after
   the PUT and before the commit), so this call never left;
 - ``pause``: holds a call (before it is sent, or after it was applied) until the test releases it;
@@ -75,6 +77,11 @@ def carried_spills(params: Params) -> bool:
 def spills(params: Params) -> bool:
     """The UpdateItem of a spill made on its own, moving tail refs into a manifest."""
     return "REMOVE tail[" in str(params.get("UpdateExpression", ""))
+
+
+def swaps(params: Params) -> bool:
+    """The compaction swap's UpdateItem on a partition head."""
+    return "SET ml = :ml, lso = :lso" in str(params.get("UpdateExpression", ""))
 
 
 def on_partition(partition: int) -> Predicate:
@@ -254,6 +261,36 @@ class FaultInjector:
         self._register(client, f"after-call.{_service(client)}.{operation}", handler)
         return fault
 
+    def lose_answer_in_sdk(
+        self,
+        client: Any,
+        operation: str,
+        *,
+        share: float = 1.0,
+        times: int | None = None,
+        when: Predicate | None = None,
+    ) -> Fault:
+        """The call was applied and its answer timed out inside botocore, whose retry handler
+        then decides what follows (by default it sends the call again, and a conditional
+        write's resend fails its condition against its own first attempt)."""
+        if _is_aio(client):
+            raise ValueError("lose_answer_in_sdk is for sync clients")
+        fault = self._add(
+            Fault(f"sdk-lost-answer:{operation}", share, times, when), client, operation
+        )
+        endpoint = client._endpoint
+
+        def handler(request: Any, **_: Any) -> AWSResponse | None:
+            if not _first_attempt(request) or not self._fire(fault, self._thread_params()):
+                return None
+            response: AWSResponse = endpoint.http_session.send(request)
+            if response.status_code >= 300:
+                return response  # not applied: botocore sees the real answer
+            raise botocore.exceptions.ReadTimeoutError(endpoint_url=request.url)
+
+        self._register(client, f"before-send.{_service(client)}.{operation}", handler)
+        return fault
+
     def slow_answer(
         self,
         client: Any,
@@ -422,6 +459,13 @@ def _check_when(aio: bool, when: Predicate | None) -> None:
     # before-send gets no context, and coroutines interleave on the event loop's thread
     if aio and when is not None:
         raise ValueError("'when' is not supported for before-send faults on async clients")
+
+
+def _first_attempt(request: Any) -> bool:
+    """Whether botocore sends this request for the first time (its amz-sdk-request header)."""
+    header = request.headers.get("amz-sdk-request", b"")
+    text = header.decode() if isinstance(header, bytes) else str(header)
+    return text.split(";")[0].strip() == "attempt=1"
 
 
 def _service(client: Any) -> str:

@@ -49,7 +49,7 @@ from objectlog.tools.gateway import LocalGateway, local_api
 if TYPE_CHECKING:
     from objectlog.kafka.server import AgentThread
 from objectlog.tools.verify.checker import FinalState, Verdict, check, read_partition
-from objectlog.tools.verify.faults import FaultInjector, InjectedCrash, commits
+from objectlog.tools.verify.faults import FaultInjector, InjectedCrash, commits, swaps
 from objectlog.tools.verify.history import (
     OK,
     UNKNOWN,
@@ -66,6 +66,7 @@ FAULT_KINDS = (
     "s3-500",
     "dynamodb-throttle",
     "lost-answer",
+    "sdk-lost-answer",
     "crash-before-commit",
     "lost-reply-retry",
     "slow-call",
@@ -122,11 +123,6 @@ class SkewedClock:
 
     def now_ms(self) -> int:
         return SystemClock().now_ms() + self.skew_ms
-
-
-def swaps(params: Any) -> bool:
-    """The compaction swap's UpdateItem on a partition head."""
-    return "SET ml = :ml, lso = :lso" in str(params.get("UpdateExpression", ""))
 
 
 # While the groups drain, the library's and REST Proxy members read this many times more per
@@ -276,6 +272,9 @@ class Workload:
         if self._on("lost-answer"):
             f.lose_answer(s3, "PutObject", share=share)
             f.lose_answer(dynamodb, "UpdateItem", share=share)
+        if self._on("sdk-lost-answer"):
+            f.lose_answer_in_sdk(s3, "PutObject", share=share)
+            f.lose_answer_in_sdk(dynamodb, "UpdateItem", share=share)
         if self._on("slow-call"):
             f.slow_answer(dynamodb, "UpdateItem", self.config.read_timeout_s + 0.2, share=share / 5)
         if role == "producer" and self._on("crash-before-commit"):
@@ -311,6 +310,7 @@ class Workload:
             "5xx:": "s3-500",
             "throttle:": "dynamodb-throttle",
             "lost-answer:": "lost-answer",
+            "sdk-lost-answer:": "sdk-lost-answer",
             "slow:": "slow-call",
             "crash:UpdateItem": "crash-before-commit",
             "crash:PutObject": "compactor-killed",
