@@ -26,7 +26,7 @@ from objectlog.format.index import LEVEL_L0, SegmentRef
 from objectlog.format.topics import Topic, TopicConfig
 from objectlog.stores.documents import ABSENT
 from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPartition
-from objectlog.stores.idempotency import COMPLETED, IN_PROGRESS, IdempotencyRecord
+from objectlog.stores.idempotency import COMPLETED, IN_PROGRESS, Claim, IdempotencyRecord
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import Lease
 from objectlog.stores.metadata import (
@@ -480,26 +480,40 @@ def in_progress(key: str = "k", **fields: object) -> IdempotencyRecord:
 def test_an_idempotency_key_is_held_until_it_expires(stores: ItemStores) -> None:
     store = stores.idempotency
     assert store.get("k") is None
-    assert store.put_if_free(in_progress(), NOW_MS) is None
-    holder = store.put_if_free(in_progress(payload_hash="h2"), NOW_MS)
+    assert store.put_if_free(in_progress(), NOW_MS) == Claim()
+    holder = store.put_if_free(in_progress(payload_hash="h2"), NOW_MS).holder
     assert holder is not None and holder.status == IN_PROGRESS and holder.payload_hash == "h1"
     store.complete(replace(in_progress(), status=COMPLETED, response='{"ok": 1}'))
     done = store.get("k")
     assert done is not None and done.status == COMPLETED and done.response == '{"ok": 1}'
-    assert store.put_if_free(in_progress(), NOW_MS) == done
+    assert store.put_if_free(in_progress(), NOW_MS) == Claim(holder=done)
     later = NOW_MS + 61_000
-    assert store.put_if_free(in_progress(expires_s=later // 1000 + 60), later) is None
+    assert store.put_if_free(in_progress(expires_s=later // 1000 + 60), later) == Claim()
     again = store.get("k")
     assert again is not None and again.status == IN_PROGRESS and not again.response
 
 
 def test_a_stalled_in_progress_key_is_free_and_delete_frees_it(stores: ItemStores) -> None:
     store = stores.idempotency
-    assert store.put_if_free(in_progress(in_progress_expires_ms=NOW_MS + 5), NOW_MS) is None
-    assert store.put_if_free(in_progress(), NOW_MS + 5) is not None
-    assert store.put_if_free(in_progress(), NOW_MS + 6) is None
+    assert store.put_if_free(in_progress(in_progress_expires_ms=NOW_MS + 5), NOW_MS) == Claim()
+    assert store.put_if_free(in_progress(), NOW_MS + 5).holder is not None
+    assert store.put_if_free(in_progress(), NOW_MS + 6) == Claim()
     store.delete("k")
     assert store.get("k") is None
     store.delete("k")
-    assert store.put_if_free(in_progress("other"), NOW_MS) is None
+    assert store.put_if_free(in_progress("other"), NOW_MS) == Claim()
     assert store.get("k") is None
+
+
+def test_a_released_key_hands_what_landed_to_the_same_requests_retry(stores: ItemStores) -> None:
+    store = stores.idempotency
+    assert store.put_if_free(in_progress(in_progress_expires_ms=NOW_MS + 30_000), NOW_MS) == Claim()
+    store.release("k", '{"0": {"partition": 0, "offset": 7}}')
+    retry = store.put_if_free(in_progress(in_progress_expires_ms=NOW_MS + 30_000), NOW_MS)
+    assert retry == Claim(landed='{"0": {"partition": 0, "offset": 7}}')
+    claimed = store.get("k")
+    assert claimed is not None and claimed.landed is None  # handed over once
+    assert store.put_if_free(in_progress(), NOW_MS).holder is not None  # the retry holds it
+    store.release("k", '{"1": {"partition": 1, "offset": 3}}')
+    other_body = store.put_if_free(in_progress(payload_hash="h2"), NOW_MS)
+    assert other_body == Claim()  # free, but what landed belongs to another request

@@ -12,6 +12,7 @@ import requests
 from objectlog import ObjectLog
 from objectlog.http.routes import FETCH, PRODUCE, ROUTES
 from objectlog.tools.gateway import LambdaContext, LocalGateway
+from tests.faults import FaultInjector, both, commits, on_partition
 
 EVENTS = Path(__file__).parents[1] / "events"
 
@@ -158,6 +159,37 @@ def test_idempotency_key_retry_writes_nothing_new(api: str, log: ObjectLog) -> N
     )
     assert other_key.json()["offsets"][0]["offset"] == 1
     assert high_watermarks(log, "t") == [2]
+
+
+def test_a_retried_key_does_not_store_again_what_its_failed_run_stored(
+    api: str, log: ObjectLog
+) -> None:
+    """One partition's batch fails after the other's committed: the answer is a 5xx, and the
+    retry with the same key sends only the failed record, answering the first run's offset
+    for the one that landed."""
+    requests.post(f"{api}/topics", json={"name": "t", "partitions": 2})
+    body = {
+        "records": [{"value": b64(b"p0"), "partition": 0}, {"value": b64(b"p1"), "partition": 1}]
+    }
+    headers = {"Idempotency-Key": "order-44"}
+    faults = FaultInjector()
+    faults.crash_before(log.metadata.client, "UpdateItem", when=both(commits, on_partition(1)))
+    try:
+        failed = requests.post(f"{api}/topics/t/records", json=body, headers=headers)
+    finally:
+        faults.remove()
+    assert failed.status_code >= 500, failed.text
+    landed, lost = failed.json()["offsets"]
+    assert landed["offset"] == 0 and lost["offset"] is None and lost["error"]
+    assert high_watermarks(log, "t") == [1, 0]
+
+    retried = requests.post(f"{api}/topics/t/records", json=body, headers=headers)
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["offsets"][0] == landed
+    assert retried.json()["offsets"][1]["offset"] == 0
+    assert high_watermarks(log, "t") == [1, 1]  # each record stored once
+    again = requests.post(f"{api}/topics/t/records", json=body, headers=headers)
+    assert again.json() == retried.json()
 
 
 BAD_PRODUCE = [

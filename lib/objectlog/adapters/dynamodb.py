@@ -212,15 +212,20 @@ class DynamoTable:
         condition: str | None = None,
         names: Mapping[str, str] | None = None,
         values: Mapping[str, Any] | None = None,
+        returns: str = "NONE",
         repeatable: bool = True,
         what: str = "PutItem",
     ) -> Written:
+        """Write the item if condition holds. ``returns="ALL_OLD"``: the answer's item is the
+        item it replaced (None if none); when the condition failed it is the item as it was."""
         kwargs = _expression_kwargs(condition, names, values)
+        if returns != "NONE":
+            kwargs["ReturnValues"] = returns
         return self._conditional(
             what,
             lambda: self.client.put_item(TableName=self.name, Item=item_to_dynamo(item), **kwargs),
             repeatable=repeatable,
-            returns_new=False,
+            returns_new=returns != "NONE",
         )
 
     def update(

@@ -4,14 +4,18 @@ Powertools idempotency on the log's IdempotencyStore (on DynamoDB: the objectlog
 ``idempotency#produce``, sk = the key's hash; in memory for unit tests): the first request with
 a key records "in progress", runs, and stores its response; a retry within the expiry gets that
 response back; a concurrent duplicate gets 409; the same key with a different body gets 422. A
-request that failed with a retriable (5xx) error stores nothing, so its retry runs again (the
-producer's own sequences still keep that retry from duplicating).
+request that failed with a retriable (5xx) error frees its key, so its retry runs again; when
+some of its records had landed (one partition's batch failed after another's committed), the
+key's record keeps their offsets ("landed") and the retry that claims it sends only the rest
+and answers with the first run's offsets for those, so no record is stored twice.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -40,12 +44,18 @@ MAX_KEY_LENGTH = 255
 Outcome = dict[str, Any]  # {"status": int, "body": str, "content_type": str}
 
 
-class _RetriableFailure(Exception):
-    """Carries a 5xx outcome out of the idempotent call, so nothing is stored for it."""
+Landed = dict[int, dict[str, Any]]  # a record's index in the request -> its offsets entry
+Produce = Callable[[Landed], tuple[Outcome, Landed]]  # sends what has not landed yet
 
-    def __init__(self, outcome: Outcome) -> None:
+
+class _RetriableFailure(Exception):
+    """Carries a 5xx outcome out of the idempotent call: no response is stored for it, and
+    the key is freed (keeping what landed, for the retry)."""
+
+    def __init__(self, outcome: Outcome, landed: Landed) -> None:
         super().__init__(outcome["status"])
         self.outcome = outcome
+        self.landed = landed
 
 
 class StorePersistence(BasePersistenceLayer):
@@ -57,6 +67,21 @@ class StorePersistence(BasePersistenceLayer):
         super().__init__()
         self.store = store
         self.clock = clock or SystemClock()
+        self._claimed = threading.local()  # .landed: what the claimed key's earlier run stored
+
+    def landed(self) -> Landed:
+        """What an earlier, failed run of the request this thread just claimed stored."""
+        stored = getattr(self._claimed, "landed", None)
+        return {int(i): entry for i, entry in json.loads(stored).items()} if stored else {}
+
+    def delete_record(self, data: dict[str, Any], exception: Exception) -> None:
+        """Free the key after a failed run; keep what it stored, for the retry."""
+        key = self._get_hashed_idempotency_key(data=data)
+        if key is None or not isinstance(exception, _RetriableFailure) or not exception.landed:
+            super().delete_record(data, exception)
+            return
+        self.store.release(key, json.dumps(exception.landed))
+        self._delete_from_cache(idempotency_key=key)
 
     def _get_record(self, idempotency_key: str) -> DataRecord:
         record = self.store.get(idempotency_key)
@@ -65,10 +90,11 @@ class StorePersistence(BasePersistenceLayer):
         return _data_record(record)
 
     def _put_record(self, data_record: DataRecord) -> None:
-        holder = self.store.put_if_free(_store_record(data_record), self.clock.now_ms())
-        if holder is None:
+        claim = self.store.put_if_free(_store_record(data_record), self.clock.now_ms())
+        self._claimed.landed = claim.landed
+        if claim.holder is None:
             return
-        old = _data_record(holder)
+        old = _data_record(claim.holder)
         self._validate_payload(data_payload=data_record, stored_data_record=old)
         self._save_to_cache(data_record=old)
         raise IdempotencyItemAlreadyExistsError(old_data_record=old)
@@ -117,7 +143,7 @@ class IdempotentRunner:
         route: str,
         topic: str,
         body: str,
-        produce: Callable[[], Outcome],
+        produce: Produce,
         lambda_context: Any = None,
     ) -> Outcome:
         if not key or len(key) > MAX_KEY_LENGTH:
@@ -132,9 +158,9 @@ class IdempotentRunner:
             data_keyword_argument="request", persistence_store=self.persistence, config=self.config
         )
         def once(request: dict[str, str]) -> Outcome:
-            outcome = produce()
+            outcome, landed = produce(self.persistence.landed())
             if outcome["status"] >= 500:
-                raise _RetriableFailure(outcome)
+                raise _RetriableFailure(outcome, landed)
             return outcome
 
         request = {

@@ -27,7 +27,7 @@ from objectlog.errors import (
 from objectlog.format.records import check_record_size, record_size
 from objectlog.format.topics import PartitionInfo, TopicDescription, validate_topic_name
 from objectlog.http.idempotency import HEADER as IDEMPOTENCY_HEADER
-from objectlog.http.idempotency import IdempotentRunner, Outcome
+from objectlog.http.idempotency import IdempotentRunner, Landed, Outcome, Produce
 from objectlog.http.models import (
     AlterTopicRequest,
     CreateTopicRequest,
@@ -192,9 +192,9 @@ def produce_router(services: Services) -> Router:
             for i, r in enumerate(request.records)
         ]
 
-        def run() -> Outcome:
-            offsets, status = produce_and_wait(services, topic, records)
-            return {"status": status, "body": {"offsets": offsets}}
+        def run(landed: Landed) -> tuple[Outcome, Landed]:
+            offsets, status = produce_and_wait(services, topic, records, landed)
+            return {"status": status, "body": {"offsets": offsets}}, landed_of(offsets)
 
         outcome = _once(router, services, "records", topic, run)
         body = ProduceResponse(offsets=[OffsetOut(**o) for o in outcome["body"]["offsets"]])
@@ -228,9 +228,11 @@ def produce_router(services: Services) -> Router:
             for i, r in enumerate(request.records)
         ]
 
-        def run() -> Outcome:
-            offsets, status = produce_and_wait(services, topic, records)
-            return {"status": status, "body": rest_proxy_produce_response(offsets)}
+        def run(landed: Landed) -> tuple[Outcome, Landed]:
+            offsets, status = produce_and_wait(services, topic, records, landed)
+            return {"status": status, "body": rest_proxy_produce_response(offsets)}, landed_of(
+                offsets
+            )
 
         outcome = _once(router, services, "rest-proxy", topic, run)
         return Response(outcome["status"], REST_PROXY_BINARY, json.dumps(outcome["body"]))
@@ -238,14 +240,12 @@ def produce_router(services: Services) -> Router:
     return router
 
 
-def _once(
-    router: Router, services: Services, route: str, topic: str, run: Callable[[], Outcome]
-) -> Outcome:
+def _once(router: Router, services: Services, route: str, topic: str, run: Produce) -> Outcome:
     """Run a produce once per Idempotency-Key (when the request carries one)."""
     event = router.current_event
     key = event.headers.get(IDEMPOTENCY_HEADER)
     if key is None:
-        return run()
+        return run({})[0]
     body = event.decoded_body or ""
     return services.idempotency.run(key, route, topic, body, run, router.lambda_context)
 
@@ -260,9 +260,15 @@ def parse_model(model: type[ModelT], body: str | None) -> ModelT:
 
 
 def produce_and_wait(
-    services: Services, topic: str, records: list[dict[str, Any]]
+    services: Services,
+    topic: str,
+    records: list[dict[str, Any]],
+    landed: Landed | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
-    """Validate every record first (a bad request stores nothing), then send and wait."""
+    """Validate every record first (a bad request stores nothing), then send and wait. The
+    records an earlier run of the same request stored (landed) are not sent again: their
+    offsets entries are that run's."""
+    landed = landed or {}
     log = services.log
     info = log.topic(validate_topic_name(topic))
     for i, record in enumerate(records):
@@ -277,7 +283,9 @@ def produce_and_wait(
         check_record_size(info, size, field=f"records[{i}]", record=f"records[{i}]")
     producer = services.producer
     retries_before = producer.stats.commit_retries
-    futures = [producer.send(topic, **record) for record in records]
+    futures = {
+        i: producer.send(topic, **record) for i, record in enumerate(records) if i not in landed
+    }
     producer.flush()
     metrics.add_metric(name="records", unit=MetricUnit.Count, value=len(records))
     metrics.add_metric(
@@ -292,7 +300,11 @@ def produce_and_wait(
     )
     offsets: list[dict[str, Any]] = []
     first_error: ObjectLogError | None = None
-    for record, future in zip(records, futures, strict=True):
+    for i, record in enumerate(records):
+        if i in landed:
+            offsets.append(landed[i])
+            continue
+        future = futures[i]
         error = future.exception()
         if error is None:
             md = future.result()
@@ -312,6 +324,11 @@ def produce_and_wait(
                 }
             )
     return offsets, first_error.kind.http_status if first_error else 200
+
+
+def landed_of(offsets: list[dict[str, Any]]) -> Landed:
+    """The records of a produce answer that were stored, by their index in the request."""
+    return {i: entry for i, entry in enumerate(offsets) if entry.get("offset") is not None}
 
 
 def fetch_router(services: Services) -> Router:

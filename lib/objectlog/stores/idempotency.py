@@ -2,7 +2,8 @@
 and the DynamoDB implementation.
 
     idempotency#produce / <hashed key>    status, expiration (s), in_progress_expiration (ms),
-                                          data (the stored response), validation (body hash)
+                                          data (the stored response), validation (body hash),
+                                          landed (JSON: what a failed run stored, for its retry)
 
 The layout is Powertools idempotency's own (its attribute names, and ``expiration`` is the
 table's TTL attribute), so records written before this store existed are still read. The HTTP
@@ -30,6 +31,24 @@ class IdempotencyRecord:
     in_progress_expires_ms: int | None = None
     response: str | None = None
     payload_hash: str | None = None
+    landed: str | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """put_if_free's answer. holder: the stored record that still holds the key (None: the
+    key is now the caller's). landed: when the caller took over a record that a failed run of
+    the same request released, what that run stored (its retry must not store it again)."""
+
+    holder: IdempotencyRecord | None = None
+    landed: str | None = None
+
+
+def landed_for(record: IdempotencyRecord, replaced: IdempotencyRecord | None) -> str | None:
+    """What the replaced record's failed run stored, if it ran the same request (body hash)."""
+    if replaced is None or replaced.payload_hash != record.payload_hash:
+        return None
+    return replaced.landed
 
 
 def holds_key(record: IdempotencyRecord, now_ms: int) -> bool:
@@ -48,9 +67,13 @@ def holds_key(record: IdempotencyRecord, now_ms: int) -> bool:
 class IdempotencyStore(Protocol):
     def get(self, key: str) -> IdempotencyRecord | None: ...
 
-    def put_if_free(self, record: IdempotencyRecord, now_ms: int) -> IdempotencyRecord | None:
-        """Write record unless a stored record still holds its key (holds_key); None when
-        written, else the record that holds the key."""
+    def put_if_free(self, record: IdempotencyRecord, now_ms: int) -> Claim:
+        """Write record unless a stored record still holds its key (holds_key)."""
+        ...
+
+    def release(self, key: str, landed: str) -> None:
+        """Free the key for a retry of the same request (the record stays, stalled, and
+        carries landed to the retry that claims it; a different body gets nothing)."""
         ...
 
     def complete(self, record: IdempotencyRecord) -> None:
@@ -72,7 +95,7 @@ class DynamoIdempotencyStore:
         item = self.table.get(_key(key))
         return None if item is None else _record(item)
 
-    def put_if_free(self, record: IdempotencyRecord, now_ms: int) -> IdempotencyRecord | None:
+    def put_if_free(self, record: IdempotencyRecord, now_ms: int) -> Claim:
         item: Item = {**_key(record.key), "expiration": record.expires_s, "status": record.status}
         if record.in_progress_expires_ms is not None:
             item["in_progress_expiration"] = record.in_progress_expires_ms
@@ -89,12 +112,23 @@ class DynamoIdempotencyStore:
             values={":now_s": now_ms // 1000, ":now_ms": now_ms, ":in_progress": IN_PROGRESS},
             # A repeat after a lost answer finds its own record holding the key, which the
             # caller sees as "in progress": the same answer a concurrent duplicate gets.
+            returns="ALL_OLD",
             repeatable=True,
             what="PutItem idempotency",
         )
         if written.applied:
-            return None
-        return _record(written.item) if written.item else self.get(record.key)
+            replaced = _record(written.item) if written.item else None
+            return Claim(landed=landed_for(record, replaced))
+        return Claim(holder=_record(written.item) if written.item else self.get(record.key))
+
+    def release(self, key: str, landed: str) -> None:
+        self.table.update(
+            _key(key),
+            "SET in_progress_expiration = :stalled, landed = :landed",
+            values={":stalled": 0, ":landed": landed},
+            repeatable=True,
+            what="UpdateItem idempotency (release)",
+        )
 
     def complete(self, record: IdempotencyRecord) -> None:
         update = "SET #data = :data, expiration = :exp, #status = :status"
@@ -127,4 +161,5 @@ def _record(item: Item) -> IdempotencyRecord:
         in_progress_expires_ms=item.get("in_progress_expiration"),
         response=item.get("data"),
         payload_hash=item.get("validation"),
+        landed=item.get("landed"),
     )

@@ -12,7 +12,7 @@ from dataclasses import replace
 from objectlog.errors import ConcurrentModification, InvalidRequest, TopicExists, TopicNotFound
 from objectlog.format.topics import Topic, TopicConfig
 from objectlog.stores.groups import GroupState, OffsetItem, TopicPartition
-from objectlog.stores.idempotency import IdempotencyRecord, holds_key
+from objectlog.stores.idempotency import Claim, IdempotencyRecord, holds_key, landed_for
 from objectlog.stores.leases import Lease
 from objectlog.stores.metadata import (
     ACTIVE,
@@ -446,13 +446,19 @@ class MemoryIdempotencyStore:
         with self._lock:
             return self._records.get(key)
 
-    def put_if_free(self, record: IdempotencyRecord, now_ms: int) -> IdempotencyRecord | None:
+    def put_if_free(self, record: IdempotencyRecord, now_ms: int) -> Claim:
         with self._lock:
             current = self._records.get(record.key)
             if current is not None and holds_key(current, now_ms):
-                return current
-            self._records[record.key] = replace(record, response=None)
-            return None
+                return Claim(holder=current)
+            self._records[record.key] = replace(record, response=None, landed=None)
+            return Claim(landed=landed_for(record, current))
+
+    def release(self, key: str, landed: str) -> None:
+        with self._lock:
+            current = self._records.get(key)
+            if current is not None:
+                self._records[key] = replace(current, in_progress_expires_ms=0, landed=landed)
 
     def complete(self, record: IdempotencyRecord) -> None:
         with self._lock:
