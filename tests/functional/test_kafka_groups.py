@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,7 @@ from objectlog import ObjectLog
 from objectlog.groups import TopicPartition
 from objectlog.kafka.server import AgentConfig, AgentThread
 from objectlog.kafka.wire import request_schema, response_schema
+from tests.faults import FaultInjector
 from tests.functional.test_kafka_agent import exchange, frame
 
 TOPIC = "events"
@@ -230,6 +232,57 @@ def commit(address: str, generation: int, member_id: str, offset: int = 5) -> Er
         topics=(OffsetCommitRequestTopic(name=TOPIC, partitions=(partition,)),),
     )
     return ErrorCode(answer.topics[0].partitions[0].error_code)
+
+
+def commit_frame(offset: int, correlation_id: int) -> bytes:
+    from kio.schema.offset_commit.v8.request import (
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+    )
+
+    partition = OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=offset, committed_metadata=None
+    )
+    body = request_schema(8, 8)(
+        group_id="wire",
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=(OffsetCommitRequestTopic(name=TOPIC, partitions=(partition,)),),
+    )
+    return frame(8, 8, body, correlation_id)
+
+
+def test_offset_commits_pipelined_on_a_connection_apply_in_order(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    """A client's asynchronous commits overlap on its connection; a broker applies them in
+    order. The first one is slowed down here: it must not land after the second."""
+    produce(log, per_partition=10)
+    faults = FaultInjector()
+    first = faults.delay(
+        log.metadata.client,
+        "UpdateItem",
+        1.0,
+        times=1,
+        when=lambda params: params.get("ExpressionAttributeValues", {}).get(":off") == {"N": "3"},
+    )
+    host, port = agent.address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as connection:
+            connection.sendall(commit_frame(3, 1) + commit_frame(8, 2))
+            answers = [read_answer(connection) for _ in range(2)]
+    finally:
+        faults.remove()
+    assert first.injected == 1
+    assert [int.from_bytes(a[:4], "big") for a in answers] == [1, 2]  # correlation ids in order
+    committed = log.groups.committed("wire", [TopicPartition(TOPIC, 0)])
+    assert committed[TopicPartition(TOPIC, 0)].offset == 8  # type: ignore[union-attr]
+
+
+def read_answer(connection: socket.socket) -> bytes:
+    size = connection.recv(4, socket.MSG_WAITALL)
+    return connection.recv(int.from_bytes(size, "big"), socket.MSG_WAITALL)
 
 
 def test_commits_are_fenced_by_generation_and_member_and_a_lapsed_member_is_dropped(

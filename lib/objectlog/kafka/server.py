@@ -2,7 +2,10 @@
 
 A connection's requests are read as they arrive and handled concurrently (a client pipelines
 up to five produce requests), but answered strictly in the order they came, as Kafka does, and
-produce requests commit in order (each waits for the previous one on that connection). A
+writes apply in order: a produce request waits for the previous produce on that connection, an
+offset commit for the previous offset commit (a client's asynchronous auto-commits overlap;
+applied out of order, a slow earlier commit would land after a later one and move the group's
+offset back). A
 malformed or oversized frame, or a request for an API or version not offered, closes that
 connection with a log line; nothing else is affected.
 """
@@ -24,7 +27,7 @@ from typing import Any
 from objectlog.clients.direct import ObjectLog
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE, ConnectionAuth
 from objectlog.kafka.context import Broker
-from objectlog.kafka.handlers import PRODUCE, SUPPORTED, Handlers
+from objectlog.kafka.handlers import OFFSET_COMMIT, PRODUCE, SUPPORTED, Handlers
 from objectlog.kafka.metrics import ApiMetrics, carries_error
 from objectlog.kafka.users import Users
 from objectlog.kafka.wire import (
@@ -40,6 +43,7 @@ from objectlog.kafka.wire import (
 logger = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 100 << 20  # Kafka's socket.request.max.bytes default
 IN_FLIGHT = 5  # requests read ahead per connection
+ORDERED_WRITES = (PRODUCE, OFFSET_COMMIT)  # each waits for the previous one of its kind
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,7 @@ class Agent:
         self.connections.add(this)
         answers: asyncio.Queue[Awaitable[bytes | None] | None] = asyncio.Queue(IN_FLIGHT)
         sender = asyncio.create_task(self._send_in_order(answers, writer))
-        previous_produce: asyncio.Task[Any] | None = None
+        previous: dict[int, asyncio.Task[Any]] = {}  # the last produce, the last offset commit
         ended_cleanly = False
         auth = ConnectionAuth(self.users)
         try:
@@ -150,9 +154,11 @@ class Agent:
                 request = parse_request(frame, SUPPORTED)
                 if not auth.allows(request.api_key):
                     raise MalformedFrame(f"API {request.api_key} before authentication")
-                task = asyncio.create_task(self._answer(request, previous_produce, auth))
-                if request.api_key == PRODUCE:
-                    previous_produce = task
+                ordered = request.api_key in ORDERED_WRITES
+                after = previous.get(request.api_key if ordered else PRODUCE)
+                task = asyncio.create_task(self._answer(request, after, auth))
+                if ordered:
+                    previous[request.api_key] = task
                 await answers.put(task)
                 if request.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
                     await asyncio.wait([task])  # SASL steps run one after the other
@@ -190,7 +196,7 @@ class Agent:
     async def _answer(
         self, request: Request, after: asyncio.Task[Any] | None, auth: ConnectionAuth
     ) -> bytes | None:
-        if after is not None:  # produce requests on a connection commit in order
+        if after is not None:  # writes on a connection apply in order
             with contextlib.suppress(Exception):
                 await after
         assert self.handlers is not None
