@@ -474,8 +474,7 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     cpu.report(
         report,
         f"produce: CPU per flush (ms; medians of {rounds} rounds of {flushes} flushes), this "
-        f"process and the endpoint's (`objectlog dev`, DynamoDB Local), on {os.cpu_count()} "
-        "CPUs",
+        f"process and the endpoint's, on {os.cpu_count()} CPUs",
         flushes,
         ["ours", floor_name, "own requests"],
     )
