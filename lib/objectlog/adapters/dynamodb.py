@@ -12,9 +12,10 @@ The retry policy, the one place it is decided:
   for a call the caller marked ``repeatable`` (a read, or a write whose repeat writes the same
   values or fails its condition); otherwise it raises UnknownOutcome at once, so the caller can
   tell a landed write from a failed one (the commit does that with producer sequences). That
-  holds for botocore's own retries too: its retry handler resends a call whose answer timed
-  out, and a resent commit that had landed fails its condition against itself, which would
-  read as "another writer won";
+  holds for botocore's own retries too: its retry handler would resend a call whose answer
+  timed out (a resent commit that had landed fails its condition against itself, which would
+  read as "another writer won"; a repeat seconds later can overwrite a newer write), so a lost
+  answer always comes back here;
 - a failed condition is an answer, not an error: ``Written(applied=False, item=<as it was>)``.
 
 Raises StorageUnavailable, UnknownOutcome, ObjectNotFound (the table is missing).
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -134,17 +134,14 @@ def _lost_answer(error: Exception) -> bool:
     ) and not isinstance(error, botocore.exceptions.ConnectTimeoutError)
 
 
-_calls = threading.local()  # .unrepeatable: this thread's call must not be resent
-
-
 def _no_resend_after_a_lost_answer(caught_exception: Exception | None = None, **_: Any) -> None:
-    """botocore's needs-retry hook: end an unrepeatable call whose answer was lost, where
-    botocore would send it again (raising here is what botocore's caller then sees)."""
-    if (
-        caught_exception is not None
-        and getattr(_calls, "unrepeatable", False)
-        and _lost_answer(caught_exception)
-    ):
+    """botocore's needs-retry hook: a call whose answer was lost goes back to DynamoTable.call,
+    where botocore would send it again after its backoff (up to seconds). The retry policy
+    decides: an unrepeatable call raises UnknownOutcome, a repeatable one is sent again after
+    the policy's short backoff (20 ms), which leaves a later write of the caller's far less
+    time to land first and be overwritten by the repeat.
+    Raising here is what botocore's caller then sees."""
+    if caught_exception is not None and _lost_answer(caught_exception):
         raise caught_exception
 
 
@@ -320,7 +317,6 @@ class DynamoTable:
     def call(self, what: str, request: Callable[[], T], *, repeatable: bool = True) -> T:
         """Send request under the retry policy (module docstring); objectlog errors only."""
         for attempt in range(1, self.attempts + 1):
-            _calls.unrepeatable = not repeatable
             try:
                 return request()
             except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as e:
@@ -335,8 +331,6 @@ class DynamoTable:
                     raise translate(e, what=what, idempotent=False) from e
                 if not (lost or _transient(e)) or attempt == self.attempts:
                     raise translate(e, what=what, idempotent=True) from e
-            finally:
-                _calls.unrepeatable = False
             self.sleep(BACKOFF_S * 2**attempt)
         raise AssertionError("unreachable")
 
