@@ -425,6 +425,20 @@ def test_a_classic_groups_commits_are_fenced_by_generation(stores: ItemStores) -
     assert commit(460, -1)  # from outside the group (no generation): only ownership counts
 
 
+def test_a_classic_groups_read_fences_the_older_generations_commits(stores: ItemStores) -> None:
+    groups = stores.groups
+    never = TopicPartition("t", 1)
+    assert groups.fence("k", never, 2).offset is None  # nothing committed yet: fenced all the same
+    assert groups.commit("k", never, 5, "", 1, member_id=None, generation=1) is not None
+    assert groups.commit("k", TP, 379, "m", 1, member_id=None, generation=3) is None
+    fenced = groups.fence("k", TP, 5)
+    assert (fenced.offset, fenced.metadata, fenced.owner_generation) == (379, "m", 5)
+    assert groups.fence("k", TP, 4) == fenced  # an older fence changes nothing
+    assert groups.commit("k", TP, 400, "", 2, member_id=None, generation=4) is not None
+    assert groups.commit("k", TP, 410, "", 2, member_id=None, generation=5) is None
+    assert groups.read("k", [], [TP])[1][TP].offset == 410
+
+
 def test_the_group_registry(stores: ItemStores) -> None:
     for name in ("b", "a"):
         stores.groups.register(name)

@@ -9,6 +9,7 @@ import logging
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -278,6 +279,81 @@ def test_offset_commits_pipelined_on_a_connection_apply_in_order(
     assert [int.from_bytes(a[:4], "big") for a in answers] == [1, 2]  # correlation ids in order
     committed = log.groups.committed("wire", [TopicPartition(TOPIC, 0)])
     assert committed[TopicPartition(TOPIC, 0)].offset == 8  # type: ignore[union-attr]
+
+
+def joined_member(address: str) -> tuple[str, int]:
+    """A member that joined the "wire" group alone and synced: its id and generation."""
+    from kio.schema.sync_group.v5.request import SyncGroupRequestAssignment
+
+    member_id = join(address).member_id
+    generation = join(address, member_id).generation_id
+    synced = call(
+        address,
+        14,
+        5,
+        group_id="wire",
+        generation_id=generation,
+        member_id=member_id,
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=(SyncGroupRequestAssignment(member_id=member_id, assignment=b"a"),),
+    )
+    assert synced.error_code == ErrorCode.none
+    return member_id, generation
+
+
+def leave(address: str, member_id: str) -> None:
+    from kio.schema.leave_group.v4.request import MemberIdentity
+
+    answer = call(address, 13, 4, group_id="wire", members=(MemberIdentity(member_id=member_id),))
+    assert answer.error_code == ErrorCode.none
+
+
+def fetch_committed(address: str) -> int:
+    from kio.schema.offset_fetch.v6.request import OffsetFetchRequestTopic
+
+    topics = (OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)
+    answer = call(address, 9, 6, group_id="wire", topics=topics)
+    return int(answer.topics[0].partitions[0].committed_offset)
+
+
+def test_a_commit_checked_before_the_next_generation_read_the_offsets_does_not_land_after(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    """A commit is checked against the group's generation, then written. When its write comes
+    late (a slow or retried call), the group may have moved on meanwhile and the next
+    generation's member read the offsets: the old generation's commit must then be refused,
+    or it would land under that member, whose next commit goes backwards. A broker checks
+    and appends under the group's lock; here the next generation's OffsetFetch fences it."""
+    produce(log, per_partition=10)
+    first, first_generation = joined_member(agent.address)
+    assert commit(agent.address, first_generation, first, offset=2) == ErrorCode.none
+    faults = FaultInjector()
+    late = faults.delay(
+        log.metadata.client,
+        "UpdateItem",
+        1.5,
+        times=1,
+        when=lambda params: params.get("ExpressionAttributeValues", {}).get(":off") == {"N": "8"},
+    )
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            landing = pool.submit(commit, agent.address, first_generation, first, 8)
+            deadline = time.monotonic() + 10
+            while late.injected == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            leave(agent.address, first)
+            second, second_generation = joined_member(agent.address)
+            resumed_at = fetch_committed(agent.address)
+            assert landing.result() == ErrorCode.illegal_generation
+    finally:
+        faults.remove()
+    assert late.injected == 1 and second_generation > first_generation
+    assert resumed_at == 2
+    assert commit(agent.address, second_generation, second, offset=resumed_at + 1) == ErrorCode.none
+    committed = log.groups.committed("wire", [TopicPartition(TOPIC, 0)])
+    assert committed[TopicPartition(TOPIC, 0)].offset == 3  # type: ignore[union-attr]
 
 
 def read_answer(connection: socket.socket) -> bytes:

@@ -167,10 +167,23 @@ class GroupCoordinator:
                 raise CommitFailed(_fenced_message(group, tp, old, member_id, generation))
 
     def committed(
-        self, group: str, partitions: Iterable[TopicPartition]
+        self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The committed offsets. With a generation (a classic Kafka group's, read by its
+        OffsetFetch), no commit from an earlier generation lands after this read: each
+        item is fenced at that generation first, as a broker checks and appends a commit
+        under the group's lock. Without the fence, a commit checked before a rebalance and
+        written after it would land under the next generation's member, which resumed from
+        the offset before it, and that member's next commit would go backwards."""
         validate_group_name(group)
         _, items = self.store.read(group, [], [TopicPartition(*tp) for tp in partitions])
+        if generation > 0:
+            items = {
+                tp: self.store.fence(group, tp, generation)
+                if item.owner is None and item.owner_generation < generation
+                else item
+                for tp, item in items.items()
+            }
         return {
             tp: None if item.offset is None else OffsetAndMetadata(item.offset, item.metadata)
             for tp, item in items.items()

@@ -369,7 +369,7 @@ class GroupsApi:
     async def _fetched(self, group_id: str, topics: Any) -> dict[str, Any]:
         try:
             wanted = await self.ctx.call(self._wanted_partitions, group_id, topics)
-            found = await self.ctx.call(self.ctx.log.groups.committed, group_id, wanted)
+            found = await self.ctx.call(self._committed, group_id, wanted)
         except ObjectLogError as e:
             return {"group_id": group_id, "topics": [], "error_code": error_code(e)}
         by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -389,6 +389,15 @@ class GroupsApi:
             "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
             "error_code": ErrorCode.none,
         }
+
+    def _committed(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """A classic group's offsets are read at its current generation: no commit of an
+        older generation lands after this read (objectlog.groups fences them)."""
+        body, _ = self.documents.read(DOCUMENT_KIND, group_id)
+        generation = ClassicGroup.from_json(body).generation if body is not None else 0
+        return self.ctx.log.groups.committed(group_id, partitions, generation=generation)
 
     def _wanted_partitions(self, group_id: str, topics: Any) -> list[TopicPartition]:
         if topics is None:  # every partition the group has committed offsets for

@@ -10,7 +10,9 @@ Items (the objectlog table, string keys ``pk``/``sk``):
     group#<g> / member#<id>       exp (lease expiry, ms), to (session timeout, ms)
     group#<g> / offset#<t>#<p>    off, meta, ct (commit time, ms),
                                   owner, og (the member that owns the partition and the
-                                  generation at which it claimed it)
+                                  generation at which it claimed it; with no owner, a
+                                  classic Kafka group's: the newest generation that
+                                  committed or read the offset, whose elders it fences)
     groups / index                names (string set): the group registry
 
 Heartbeats write the member item, never the group item, so a busy group's item is written
@@ -227,6 +229,19 @@ class DynamoGroupStore:
             names={"#owner": "owner", "#meta": "meta"},
             values=values,
         )
+
+    def fence(self, group: str, tp: TopicPartition, generation: int) -> OffsetItem:
+        written = self.table.update(
+            offset_key(group, tp),
+            "SET og = :gen",
+            condition="attribute_not_exists(#owner) AND (attribute_not_exists(og) OR og < :gen)",
+            names={"#owner": "owner"},
+            values={":gen": generation},
+            returns="ALL_NEW",
+            repeatable=True,
+            what="UpdateItem offset (fence)",
+        )
+        return parse_offset(written.item)
 
     def claim(
         self,

@@ -112,6 +112,12 @@ class GroupStore(Protocol):
         """
         ...
 
+    def fence(self, group: str, tp: TopicPartition, generation: int) -> OffsetItem:
+        """Refuse, from now on, a classic Kafka group's commits from generations before
+        generation (unless a member owns the partition or a later fence came first); the
+        offset item as it is afterwards."""
+        ...
+
     def claim(
         self,
         group: str,

@@ -336,6 +336,17 @@ class MemoryGroupStore:
 
         return self._update_offset(group, tp, holds, committed)
 
+    def fence(self, group: str, tp: TopicPartition, generation: int) -> OffsetItem:
+        failed = self._update_offset(
+            group,
+            tp,
+            lambda i: i.owner is None and i.owner_generation < generation,
+            lambda i: replace(i, owner_generation=generation),
+        )
+        if failed is not None:
+            return failed
+        return self.read(group, [], [tp])[1][TopicPartition(*tp)]
+
     def claim(
         self,
         group: str,
