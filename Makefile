@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
@@ -23,15 +23,16 @@ install: $(STAMP)
 run: install
 	$(BIN)/objectlog dev
 
-# The whole suite, and beside it (on the machine's other core) its emulator subset and the
-# Spark 3.5 read: pytest uses about one core, so they add little wall time. All must pass.
-# The PySpark 4.0 run of the Spark tests is a matrix entry: make test-spark-4.0.
-BESIDE_THE_SUITE := test-emulators test-spark-3.5
+# The whole suite, and beside it (on the machine's other core) its emulator subset, the Spark
+# tests and the Spark 3.5 read: pytest uses about one core, so they add little wall time. All
+# must pass. The PySpark 4.0 run of the Spark tests is a matrix entry: make test-spark-4.0.
+BESIDE_THE_SUITE := test-emulators test-spark test-spark-3.5
+SPARK_TESTS := tests/e2e/test_spark.py
 test: install prereqs lint
 	@mkdir -p build
 	@($(MAKE) --no-print-directory $(BESIDE_THE_SUITE) > build/test-beside.log 2>&1; \
 		echo $$? > build/test-beside.status) & \
-	$(BIN)/python -m pytest; suite=$$?; \
+	$(BIN)/python -m pytest --ignore=$(SPARK_TESTS); suite=$$?; \
 	wait; \
 	echo "==== make $(BESIDE_THE_SUITE), run beside the suite (whole output: build/test-beside.log)"; \
 	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-beside.log; \
@@ -101,6 +102,10 @@ SPARK_3.5 := 3.5.8
 		'aioboto3==15.5.0' -e '.[cli,server,lambda]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
 		'pytest>=8' 'pytest-timeout>=2.3'
 	touch $@
+
+# The Spark tests on the main virtualenv's PySpark (make test runs them beside the suite).
+test-spark: install prereqs
+	$(BIN)/python -m pytest -p no:cacheprovider $(SPARK_TESTS)
 
 test-spark-4.0: prereqs .venv-spark4.0/.installed-stamp
 	.venv-spark4.0/bin/python -m pytest -p no:cacheprovider tests/e2e/test_spark.py

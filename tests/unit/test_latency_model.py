@@ -122,7 +122,7 @@ def test_a_slow_committer_paces_the_flushes_through_the_queue_of_one() -> None:
 
 
 def test_batch_bytes_cut_the_flushes_when_linger_would_wait_longer() -> None:
-    workload = Workload(rate_per_s=20_000, records=20_000)
+    workload = Workload(rate_per_s=20_000, records=40 * RECORDS_PER_BATCH)  # 40 batches
     outcome = simulate(workload, 250, constant(), seed=1, cpu=ClientCpu.none())
     assert outcome.full_flushes > 0.95
     assert outcome.records_per_flush == pytest.approx(RECORDS_PER_BATCH, rel=0.02)

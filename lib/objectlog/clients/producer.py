@@ -90,7 +90,11 @@ class ProducerHost(Protocol):
 
 
 logger = logging.getLogger(__name__)
-RECORD_OVERHEAD = 64  # bytes a record costs beyond key and value, for batch accounting
+# Bytes a record costs beyond its key and value, for batch accounting: what a full batch's
+# Parquet slice spends per record (28-35 B measured for 10 B to 1 KiB values, 963-10,000
+# records; docs/benchmarks.md), rounded up. A slice's fixed footer (about 2 KiB) is not spread
+# over its records: batch_bytes bounds a flush's records, not its object to the byte.
+RECORD_OVERHEAD = 40
 
 
 def new_producer_id() -> str:
