@@ -169,21 +169,14 @@ class GroupCoordinator:
     def committed(
         self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """The committed offsets. With a generation (a classic Kafka group's, read by its
-        OffsetFetch), no commit from an earlier generation lands after this read: each
-        item is fenced at that generation first, as a broker checks and appends a commit
-        under the group's lock. Without the fence, a commit checked before a rebalance and
-        written after it would land under the next generation's member, which resumed from
-        the offset before it, and that member's next commit would go backwards."""
+        """The committed offsets. With a generation (a classic Kafka group's OffsetFetch), no
+        older generation's commit lands after this read (each item is fenced first), as a
+        broker checks and appends a commit under the group's lock (docs/kafka.md)."""
         validate_group_name(group)
         _, items = self.store.read(group, [], [TopicPartition(*tp) for tp in partitions])
-        if generation > 0:
-            items = {
-                tp: self.store.fence(group, tp, generation)
-                if item.owner is None and item.owner_generation < generation
-                else item
-                for tp, item in items.items()
-            }
+        for tp, item in items.items():
+            if generation > 0 and item.owner is None and item.owner_generation < generation:
+                items[tp] = self.store.fence(group, tp, generation)
         return {
             tp: None if item.offset is None else OffsetAndMetadata(item.offset, item.metadata)
             for tp, item in items.items()
