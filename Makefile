@@ -23,16 +23,18 @@ install: $(STAMP)
 run: install
 	$(BIN)/objectlog dev
 
-# The whole suite, and beside it (on the machine's other core) its emulator subset, the Spark
-# tests and the Spark 3.5 read: pytest uses about one core, so they add little wall time. All
-# must pass. The PySpark 4.0 run of the Spark tests is a matrix entry: make test-spark-4.0.
+# The whole suite on two pytest-xdist workers (a test file stays on one worker, so a module's
+# fixtures and order hold), and beside it its emulator subset, the Spark tests and the Spark 3.5
+# read: the suite mostly waits (servers, rebalances, Terraform's polling), so the workers and
+# the jobs beside them share the 2 CPUs well. All must pass. The PySpark 4.0 run of the Spark
+# tests is a matrix entry: make test-spark-4.0. `make pytest` runs the suite on one worker.
 BESIDE_THE_SUITE := test-emulators test-spark test-spark-3.5
 SPARK_TESTS := tests/e2e/test_spark.py
 test: install prereqs lint
 	@mkdir -p build
 	@($(MAKE) --no-print-directory $(BESIDE_THE_SUITE) > build/test-beside.log 2>&1; \
 		echo $$? > build/test-beside.status) & \
-	$(BIN)/python -m pytest --ignore=$(SPARK_TESTS); suite=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile --ignore=$(SPARK_TESTS); suite=$$?; \
 	wait; \
 	echo "==== make $(BESIDE_THE_SUITE), run beside the suite (whole output: build/test-beside.log)"; \
 	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-beside.log; \

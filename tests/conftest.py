@@ -70,7 +70,9 @@ def early_deployment(
         yield None
         return
     endpoint = request.getfixturevalue("aws_endpoint")
-    deployment = EarlyDeployment(endpoint, tmp_path_factory.mktemp("deployment")).start()
+    deployment = EarlyDeployment(endpoint, tmp_path_factory.mktemp("deployment"))
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # a worker starts it with test_terraform.py
+        deployment.start()
     try:
         yield deployment
     finally:

@@ -1,5 +1,6 @@
 """The Terraform deployment of tests/e2e/test_terraform.py, applied in a thread from the
-session's start (tests/conftest.py starts it when a selected test uses ``deployed``).
+session's start (tests/conftest.py starts it when a selected test uses ``deployed``), or, on a
+pytest-xdist worker, from the start of test_terraform.py (only its worker needs it).
 
 An apply on the embedded endpoint is mostly waiting: the provider polls a new load balancer
 twice, 30 s apart, and Lambda functions until they are active. Begun early, it runs while the
@@ -65,7 +66,8 @@ class EarlyDeployment:
         self._thread = threading.Thread(target=self._apply, name="early-terraform-apply")
 
     def start(self) -> EarlyDeployment:
-        if self.skip_reason is None:
+        """Begin the apply (once; a later call does nothing)."""
+        if self.skip_reason is None and self._thread.ident is None:
             self._thread.start()
         return self
 
@@ -93,11 +95,14 @@ class EarlyDeployment:
     def result(self) -> tuple[Workspace, dict[str, Any]]:
         if self.skip_reason is not None:
             pytest.skip(self.skip_reason)
-        self._thread.join()
+        self.start().join()
         if self._error is not None:
             raise self._error
         assert self.workspace is not None and self._outputs is not None
         return self.workspace, self._outputs
+
+    def join(self) -> None:
+        self._thread.join()
 
     def destroy(self) -> None:
         if self._thread.is_alive():

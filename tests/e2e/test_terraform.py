@@ -64,6 +64,14 @@ LEDGER = "ledger"  # cleanup.policy=compact: a second compaction reads and repla
 FLUSHES = 36  # two tail spills on partition 0 (the tail holds at most 16 refs)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def deployment_applies_meanwhile(early_deployment: EarlyDeployment | None) -> None:
+    """On a pytest-xdist worker the deployment starts with this module (a file stays on one
+    worker), so its apply runs while the static and packaging tests below do."""
+    if early_deployment is not None:
+        early_deployment.start()
+
+
 # ---- static ---------------------------------------------------------------------------------
 
 
