@@ -9,7 +9,7 @@ objects of one slice each. Each round, a fresh Consumer (assign, earliest, its o
 its caches are cold) reads the partition from offset 0 to its end:
 - poll(), building a Python Record per record, with fetch-ahead (the default) and without;
 - poll_table(), the Arrow path, with fetch-ahead.
-The floor GETs each slice's byte range and decodes it (pyarrow.parquet.read_table), one at a
+The floor GETs each slice's byte range and decodes it (objectlog's decode_parquet), one at a
 time and two in flight (the consumer's depth: one fetch ahead); the faster is the floor. Sides
 alternate in rounds; each reports its median round, as bench.run.
 """
@@ -25,13 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from bench.report import Report, Row, console
 from bench.run import MIB, alternate, connect, median
 from bench.server import add_endpoint_argument, embedded_endpoint
 from objectlog import ObjectLog
 from objectlog.format.layout import object_key
+from objectlog.format.segment import decode_parquet
 
 TOPIC = "single"
 VALUE_BYTES = 1024
@@ -97,7 +97,7 @@ def floor_side(
         response = s3.get_object(
             Bucket=bucket, Key=key, Range=f"bytes={start}-{start + length - 1}"
         )
-        return int(pq.read_table(pa.BufferReader(response["Body"].read())).num_rows)
+        return int(decode_parquet(response["Body"].read()).num_rows)
 
     def run() -> float:
         started = time.perf_counter()
