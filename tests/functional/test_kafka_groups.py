@@ -254,6 +254,19 @@ def commit_frame(offset: int, correlation_id: int) -> bytes:
     return frame(8, 8, body, correlation_id)
 
 
+def delay_the_commit_of(faults: FaultInjector, log: ObjectLog, offset: int, seconds: float) -> Any:
+    """Hold the first offset-item UpdateItem that stores offset for seconds before sending it."""
+    return faults.delay(
+        log.metadata.client,
+        "UpdateItem",
+        seconds,
+        times=1,
+        when=lambda params: (
+            params.get("ExpressionAttributeValues", {}).get(":off") == {"N": str(offset)}
+        ),
+    )
+
+
 def test_offset_commits_pipelined_on_a_connection_apply_in_order(
     log: ObjectLog, agent: AgentThread
 ) -> None:
@@ -261,13 +274,7 @@ def test_offset_commits_pipelined_on_a_connection_apply_in_order(
     order. The first one is slowed down here: it must not land after the second."""
     produce(log, per_partition=10)
     faults = FaultInjector()
-    first = faults.delay(
-        log.metadata.client,
-        "UpdateItem",
-        1.0,
-        times=1,
-        when=lambda params: params.get("ExpressionAttributeValues", {}).get(":off") == {"N": "3"},
-    )
+    first = delay_the_commit_of(faults, log, 3, seconds=1.0)
     host, port = agent.address.rsplit(":", 1)
     try:
         with socket.create_connection((host, int(port)), timeout=10) as connection:
@@ -330,13 +337,7 @@ def test_a_commit_checked_before_the_next_generation_read_the_offsets_does_not_l
     first, first_generation = joined_member(agent.address)
     assert commit(agent.address, first_generation, first, offset=2) == ErrorCode.none
     faults = FaultInjector()
-    late = faults.delay(
-        log.metadata.client,
-        "UpdateItem",
-        1.5,
-        times=1,
-        when=lambda params: params.get("ExpressionAttributeValues", {}).get(":off") == {"N": "8"},
-    )
+    late = delay_the_commit_of(faults, log, 8, seconds=1.5)
     try:
         with ThreadPoolExecutor(1) as pool:
             landing = pool.submit(commit, agent.address, first_generation, first, 8)
