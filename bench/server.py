@@ -107,8 +107,9 @@ def _exports(output: str) -> dict[str, str] | None:
 
 @contextmanager
 def embedded_endpoint(dynamodb: str = "moto") -> Iterator[Endpoint]:
-    """Start `objectlog dev` on free ports (`--dynamodb local`: with DynamoDB Local), wait
-    until its banner is printed and it answers, stop it at the end."""
+    """Start `objectlog dev` on free ports and without its Kafka agent, so a benchmark runs
+    beside `make run` (`--dynamodb local`: with DynamoDB Local); wait until its banner is
+    printed and it answers, stop it at the end."""
     if dynamodb not in DYNAMODB_CHOICES:
         raise ValueError(f"dynamodb must be one of {DYNAMODB_CHOICES}, not {dynamodb!r}")
     port, api_port = free_port(), free_port()
@@ -128,6 +129,8 @@ def embedded_endpoint(dynamodb: str = "moto") -> Iterator[Endpoint]:
         str(port),
         "--api-port",
         str(api_port),
+        "--kafka-port",
+        "0",  # no benchmark reads the dev stack's agent (bench.kafka starts its own)
         "--in-memory",
         "--dynamodb",
         dynamodb,

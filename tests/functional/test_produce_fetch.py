@@ -1,10 +1,14 @@
+import asyncio
 import time
 from dataclasses import replace
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from objectlog import FetchRequest, ObjectLog
+from objectlog.adapters.aws import USER_AGENT
+from objectlog.adapters.s3_async import AsyncRangeReader
 from objectlog.errors import (
     InvalidRequest,
     InvalidTopicName,
@@ -397,3 +401,30 @@ def test_a_catch_up_through_fetch_many_reads_the_head_once_below_the_high_waterm
     reader.close()
     assert values == [b"v%d" % i for i in range(5)]
     assert len(reads) == head_reads  # reused: the first fetch's head, then the tail's
+
+
+def test_every_aws_request_carries_objectlogs_fixed_user_agent(log: ObjectLog) -> None:
+    """botocore rebuilds its standard User-Agent twice a request unless the config gives one;
+    every client objectlog builds (S3, DynamoDB, the async range reader) gives one."""
+    sent: dict[str, set[str]] = {}
+
+    def record(request: Any, event_name: str, **_: Any) -> None:
+        agent = request.headers["User-Agent"]
+        agent = agent.decode() if isinstance(agent, bytes) else agent
+        sent.setdefault(event_name.rsplit(".", 1)[-1], set()).add(agent)
+
+    reader = log._range_reader = AsyncRangeReader(log.config)  # opened now, to be hooked
+    reader_client = asyncio.run_coroutine_threadsafe(reader._open(), reader._loop).result(30)
+    for client in (log.store.client, log.metadata.client, reader_client):
+        client.meta.events.register("before-send", record)
+    log.create_topic("agents", partitions=2)
+    with log.producer() as producer:
+        for i in range(20):
+            producer.send("agents", b"v%d" % i, partition=0)
+            if i == 9:
+                producer.flush()  # two objects: the fetch reads them concurrently
+    assert len(log.fetch("agents", 0, 0)) == 20
+    assert {"PutObject", "UpdateItem", "GetObject"} <= set(sent)  # each client was used
+    agents = {agent for agents in sent.values() for agent in agents}
+    assert agents and all(agent.startswith(f"{USER_AGENT} ") for agent in agents), agents
+    assert USER_AGENT.startswith("objectlog/")
