@@ -154,6 +154,10 @@ def test_the_topics_tables_live_in_the_data_directory_and_survive_a_restart(dev:
     dev.start()
     catalog = dev.exported["OBJECTLOG_CATALOG"]
     assert catalog == f"sqlite:///{(dev.data_dir / 'catalog.db').resolve()}"
+    # Per service too, or a service's own variable in the environment (make
+    # test-dynamodb-local sets AWS_ENDPOINT_URL_DYNAMODB) would send `compact` elsewhere.
+    services = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB")
+    assert {dev.exported[name] for name in services} == {dev.endpoint}
     with dev.connect() as log:
         log.create_topic(TOPIC, partitions=2, config={"objectlog.table.lag.ms": "0"})
         acknowledged = produce(log, 0, 100)

@@ -206,6 +206,47 @@ def test_bad_records_are_rejected_and_nothing_is_stored(log: ObjectLog) -> None:
     assert [p.high_watermark for p in log.describe_topic("t").partitions] == [1, 0]
 
 
+def test_in_one_flush_a_record_that_cannot_be_written_fails_alone(log: ObjectLog) -> None:
+    """One delivery across two topics, one missing: a record over max.message.bytes, one for a
+    partition the topic lacks and those for the missing topic fail; every other lands in
+    order, headers and all, with the partition its key, its argument or stickiness gave it."""
+    log.create_topic("a", partitions=2, config={"max.message.bytes": "100"})
+    log.create_topic("b", partitions=3)
+    with log.producer(linger_ms=60_000) as producer:
+        sent = [
+            producer.send("a", b"a0", partition=1, headers=[("h", b"1")]),
+            producer.send("b", b"b0", key=b"k"),
+            producer.send("a", b"x" * 101, partition=0),  # too large
+            producer.send("missing", b"m0"),
+            producer.send("a", b"a1", partition=2),  # no partition 2
+            producer.send("b", b"b1"),  # sticky
+            producer.send("a", b"a2", partition=1),
+            producer.send("b", b"b2", key=b"k", headers={"x": "y"}),
+        ]
+        producer.flush()
+    failed = {i: future.exception() for i, future in enumerate(sent) if future.exception()}
+    assert {i: type(e) for i, e in failed.items()} == {
+        2: RecordTooLarge,
+        3: TopicNotFound,
+        4: UnknownPartition,
+    }
+    assert "no partition 2" in str(failed[4]) and "max.message.bytes (100)" in str(failed[2])
+    landed = {i: future.result() for i, future in enumerate(sent) if i not in failed}
+    assert [(landed[i].partition, landed[i].offset) for i in (0, 6)] == [(1, 0), (1, 1)]
+    keyed = partition_for_key(b"k", 3)
+    assert (landed[1].partition, landed[7].partition) == (keyed, keyed)
+    assert landed[7].offset == landed[1].offset + 1
+    assert [(r.value, r.headers) for r in log.fetch("a", 1, 0).records] == [
+        (b"a0", [("h", b"1")]),
+        (b"a2", []),
+    ]
+    assert log.fetch("a", 0, 0).records == []
+    stored_b = [r.value for p in range(3) for r in log.fetch("b", p, 0).records]
+    assert sorted(stored_b) == [b"b0", b"b1", b"b2"]
+    [b2] = [r for r in log.fetch("b", keyed, 0).records if r.value == b"b2"]
+    assert b2.headers == [("x", b"y")]
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from objectlog.tools.emulators import localstack, run
+from objectlog.tools.emulators.dynamodb_local import JAR, JVM_OPTIONS, DynamoDBLocal
 from objectlog.tools.emulators.processes import ManagedProcess, descendants, running
 
 
@@ -53,3 +54,17 @@ def test_missing_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("PATH", "")
     with pytest.raises(localstack.EmulatorError, match="install Python"):
         localstack.install(Path("unused"))
+
+
+def test_dynamodb_local_runs_on_the_jvm_options_that_halve_its_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """C1 only and the serial collector: JVM options, so before -jar (after it they would be
+    DynamoDB Local's own arguments, which it refuses)."""
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    command = DynamoDBLocal(port=8000).command(Path("/opt/ddb"))
+    jar = command.index("-jar")
+    assert command[jar + 1] == f"/opt/ddb/{JAR}"
+    assert "-XX:TieredStopAtLevel=1" in JVM_OPTIONS
+    assert all(0 < command.index(option) < jar for option in JVM_OPTIONS)
+    assert command[-1] == "-inMemory" and "-sharedDb" in command[jar:]

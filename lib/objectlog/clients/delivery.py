@@ -14,11 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from objectlog.errors import ObjectLogError
 from objectlog.format.records import Headers, RecordMetadata
+from objectlog.format.segment import HEADER_TYPE
 from objectlog.services.append import AppendOutcome, StagedFlush
+from objectlog.services.columnar import RecordColumns
 
 
 class RecordFuture:
@@ -117,3 +120,44 @@ def settle_records(delivery: Delivery, outcome: AppendOutcome, positions: list[i
     metadata = delivery.metadata
     for index, position in enumerate(positions):
         metadata[position] = RecordMetadata(topic, partition, base + index, timestamps[index])
+
+
+def delivery_columns(delivery: Delivery) -> RecordColumns:
+    """The delivery's records as Arrow columns (send() stamped every record's timestamp)."""
+    headers = None
+    if any(delivery.headers):
+        headers = pa.array(
+            [
+                [{"key": name, "value": data} for name, data in pairs] if pairs else []
+                for pairs in delivery.headers
+            ],
+            type=HEADER_TYPE,
+        )
+    return RecordColumns(
+        keys=pa.array(delivery.keys, type=pa.binary()),
+        values=pa.array(delivery.values, type=pa.binary()),
+        headers=headers,
+        timestamps=pa.array(delivery.timestamps, type=pa.int64()),
+    )
+
+
+def explicit_partitions(partitions: list[int | None]) -> np.ndarray | None:
+    """Each record's partition as send() was given it, -1 where none was; None if none was."""
+    if partitions.count(None) == len(partitions):
+        return None
+    return np.array([-1 if p is None else p for p in partitions], dtype=np.int64)
+
+
+def given_partitions(explicit: np.ndarray) -> pa.Array:
+    """assign_partitions' explicit column: null where no partition was given."""
+    return pa.array(explicit, mask=explicit < 0)
+
+
+def rows_by_topic(topics: list[str]) -> list[tuple[str, np.ndarray]]:
+    """Each topic of a delivery with the positions of its records, in order."""
+    first = topics[0]
+    if topics.count(first) == len(topics):  # one topic: the common case, without a loop
+        return [(first, np.arange(len(topics)))]
+    codes: dict[str, int] = {}
+    coded = np.array([codes.setdefault(topic, len(codes)) for topic in topics])
+    return [(topic, np.flatnonzero(coded == code)) for topic, code in codes.items()]

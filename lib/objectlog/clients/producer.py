@@ -32,6 +32,10 @@ from objectlog.clients.delivery import (
     Delivery,
     PreparedDelivery,
     RecordFuture,
+    delivery_columns,
+    explicit_partitions,
+    given_partitions,
+    rows_by_topic,
     settle_records,
 )
 from objectlog.clients.values import BatchResult
@@ -43,21 +47,19 @@ from objectlog.errors import (
     StorageUnavailable,
     UnknownOutcome,
 )
-from objectlog.format.partitioner import StickyPartitioner, partition_for_key
+from objectlog.format.partitioner import StickyPartitioner
 from objectlog.format.records import (
     HeadersInput,
     RecordMetadata,
-    check_record_size,
     normalize_headers,
-    record_size,
     to_bytes,
 )
-from objectlog.format.segment import slice_table
-from objectlog.format.topics import LOG_APPEND_TIME, Topic, validate_topic_name
+from objectlog.format.topics import Topic, validate_topic_name
 from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch, StagedFlush
 from objectlog.services.columnar import (
     assign_partitions,
     check_partition,
+    refuse_rows,
     table_batches,
     table_columns,
 )
@@ -401,60 +403,44 @@ class Producer:
                 logger.exception("a send() callback raised")
 
     def _prepare(self, delivery: Delivery) -> PreparedDelivery:
-        """Group the delivery's records into partition batches and stage them."""
-        groups: dict[tuple[str, int], list[int]] = {}  # (topic, partition) -> positions
-        topics: dict[str, Topic] = {}
-        values, headers = delivery.values, delivery.headers
-        for position, (topic_name, partition, key) in enumerate(
-            zip(delivery.topics, delivery.partitions, delivery.keys, strict=True)
-        ):
+        """Group the delivery's records into partition batches and stage them, on the columnar
+        path send_table takes (services.columnar), except that a record that cannot be written
+        (its topic or partition unknown, or over max.message.bytes) fails alone."""
+        columns = delivery_columns(delivery)
+        explicit = explicit_partitions(delivery.partitions)
+        now_ms = self.clock.now_ms()
+        batches: list[PartitionBatch] = []
+        positions: list[list[int]] = []
+        for topic_name, rows in rows_by_topic(delivery.topics):
             try:
-                info = topics.get(topic_name) or self.log.topic(topic_name)
-                topics[topic_name] = info
-                chosen = self._partition_of(info, partition, key)
-                check_record_size(info, record_size(key, values[position], headers[position]))
+                info = self.log.topic(topic_name)
             except ObjectLogError as e:
-                delivery.errors[position] = e
+                delivery.errors.update(dict.fromkeys(rows.tolist(), e))
                 continue
-            groups.setdefault((topic_name, chosen), []).append(position)
+            rows, errors = refuse_rows(info, columns, explicit, rows)
+            delivery.errors.update(errors)
+            if not len(rows):
+                continue
+            whole = len(rows) == len(columns)
+            partitions = assign_partitions(
+                info,
+                columns.keys if whole else columns.keys.take(rows),
+                None
+                if explicit is None
+                else given_partitions(explicit if whole else explicit[rows]),
+                self._sticky_partition(info),
+            )
+            for group, batch in table_batches(
+                info, columns, partitions, now_ms, None if whole else rows
+            ):
+                batches.append(batch)
+                positions.append((group if whole else rows[group]).tolist())
         self.sticky.next_batch()
-        batches = [
-            self._batch(topics[t], p, delivery, positions) for (t, p), positions in groups.items()
-        ]
-        return PreparedDelivery(self.appender.stage(batches), list(groups.values()))
+        return PreparedDelivery(self.appender.stage(batches), positions)
 
-    def _partition_of(self, info: Topic, partition: int | None, key: bytes | None) -> int:
-        if partition is not None:
-            check_partition(info, partition)
-            return int(partition)
-        if key is not None:
-            return partition_for_key(key, info.partitions)
-        return self.sticky.partition(info.name, info.partitions)
-
-    def _batch(
-        self, info: Topic, partition: int, delivery: Delivery, positions: list[int]
-    ) -> PartitionBatch:
-        keys, values, headers = delivery.keys, delivery.values, delivery.headers
-        if info.config.get("message.timestamp.type") == LOG_APPEND_TIME:
-            timestamps = [self.clock.now_ms()] * len(positions)
-        else:
-            timestamps = [delivery.timestamps[i] for i in positions]
-        pairs = None
-        if any(headers[i] for i in positions):
-            pairs = [[{"key": k, "value": v} for k, v in headers[i] or ()] for i in positions]
-        return PartitionBatch(
-            info,
-            partition,
-            slice_table(
-                info.name,
-                partition,
-                [keys[i] for i in positions],
-                [values[i] for i in positions],
-                timestamps,
-                info.config.timestamp_type,
-                pairs,
-            ),
-        )
+    def _sticky_partition(self, info: Topic) -> Callable[[int], int]:
+        """assign_partitions' choice for null keys: the topic's sticky partition, for all."""
+        return lambda _: self.sticky.partition(info.name, info.partitions)
 
     def _commit(self, staged: StagedFlush) -> list[AppendOutcome]:
         """Assign sequences and commit; sequences are serialized across both send paths."""

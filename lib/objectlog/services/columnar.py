@@ -21,9 +21,9 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from objectlog.errors import InvalidRequest, UnknownPartition
+from objectlog.errors import InvalidRequest, ObjectLogError, UnknownPartition
 from objectlog.format.partitioner import partitions_for_key_array
-from objectlog.format.records import check_record_sizes, record_sizes
+from objectlog.format.records import check_record_size, check_record_sizes, record_sizes
 from objectlog.format.segment import HEADER_TYPE, slice_table
 from objectlog.format.topics import LOG_APPEND_TIME, MESSAGE_TIMESTAMP_TYPE, Topic
 from objectlog.services.append import PartitionBatch
@@ -103,6 +103,29 @@ def check_partition(info: Topic, partition: int) -> None:
             f"there is no partition {partition}",
             field="partition",
         )
+
+
+def refuse_rows(
+    info: Topic, columns: RecordColumns, explicit: np.ndarray | None, rows: np.ndarray
+) -> tuple[np.ndarray, dict[int, ObjectLogError]]:
+    """The rows (positions in columns) that can be written, and the error of each one that
+    fails alone, as send() refuses a record: a partition the topic lacks, then a record over
+    max.message.bytes. ``explicit`` holds each row's partition, -1 where none was given."""
+    sizes = columns.sizes[rows]
+    refused = sizes > info.config.max_message_bytes
+    if explicit is not None:
+        refused |= explicit[rows] >= info.partitions
+    if not refused.any():
+        return rows, {}
+    errors: dict[int, ObjectLogError] = {}
+    for row, size in zip(rows[refused].tolist(), sizes[refused].tolist(), strict=True):
+        try:
+            if explicit is not None and explicit[row] >= 0:
+                check_partition(info, int(explicit[row]))
+            check_record_size(info, size)
+        except ObjectLogError as e:
+            errors[row] = e
+    return rows[~refused], errors
 
 
 def assign_partitions(

@@ -119,10 +119,16 @@ class DevStack:
             f"DynamoDB Local {self.dynamodb_local.endpoint_url}" if self.dynamodb_local else "moto"
         )
         replayed = getattr(self.server, "replayed", 0)
-        exports = f"AWS_ENDPOINT_URL={self.endpoint_url} OBJECTLOG_API_URL={self.api_url}"
-        if self.dynamodb_local:  # the endpoint forwards DynamoDB there; direct skips a hop
-            exports += f" AWS_ENDPOINT_URL_DYNAMODB={self.dynamodb_local.endpoint_url}"
-        exports += f" OBJECTLOG_CATALOG={self.catalog}"  # `objectlog compact` keeps tables there
+        # Per service too: a service's own variable (left from another stack, say) wins over
+        # AWS_ENDPOINT_URL. DynamoDB Local directly skips the endpoint's forwarding hop.
+        dynamodb_url = (
+            self.dynamodb_local.endpoint_url if self.dynamodb_local else self.endpoint_url
+        )
+        exports = (
+            f"AWS_ENDPOINT_URL={self.endpoint_url} AWS_ENDPOINT_URL_S3={self.endpoint_url} "
+            f"AWS_ENDPOINT_URL_DYNAMODB={dynamodb_url} OBJECTLOG_API_URL={self.api_url} "
+            f"OBJECTLOG_CATALOG={self.catalog}"  # `objectlog compact` keeps tables there
+        )
         lines = [
             f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
             f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
