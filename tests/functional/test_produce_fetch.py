@@ -444,6 +444,28 @@ def test_a_catch_up_through_fetch_many_reads_the_head_once_below_the_high_waterm
     assert len(reads) == head_reads  # reused: the first fetch's head, then the tail's
 
 
+def test_a_fetch_from_the_earliest_offset_plans_from_the_head_its_lookup_just_read(
+    log: ObjectLog,
+) -> None:
+    """A consumer resetting to the earliest offset looks it up, then fetches: one head read.
+    At the high watermark the fetch reads the head again (nothing new waits on a reuse)."""
+    log.create_topic("reset", partitions=1)
+    with log.producer() as producer:
+        producer.send("reset", b"old", partition=0)
+    reads: list[str] = []
+    log.metadata.client.meta.events.register(
+        "before-send.dynamodb", lambda event_name, **_: reads.append(event_name)
+    )
+    offsets = log.offsets("reset", 0)
+    [result] = log.fetch_many([FetchRequest("reset", 0, offsets.earliest)])
+    assert [r.value for r in result.records] == [b"old"] and len(reads) == 1
+    with log.producer() as producer:
+        producer.send("reset", b"new", partition=0)
+    reads.clear()
+    [tail] = log.fetch_many([FetchRequest("reset", 0, result.next_offset)])
+    assert [r.value for r in tail.records] == [b"new"] and len(reads) == 1
+
+
 def test_every_aws_request_carries_objectlogs_fixed_user_agent(log: ObjectLog) -> None:
     """botocore rebuilds its standard User-Agent twice a request unless the config gives one;
     every client objectlog builds (S3, DynamoDB, the async range reader) gives one."""

@@ -375,8 +375,12 @@ class ObjectLog:
         return [f"{scheme}://{self.config.bucket}/{key}" for key in self.index.live_l1_keys(heads)]
 
     def offsets(self, topic: str, partition: int) -> Offsets:
+        """The partition's log start and high watermark, from a head read now; a fetch_many
+        from below that high watermark may plan from this head (services.recent_heads), so a
+        consumer that resets to the earliest offset reads the head once, not twice."""
         check_non_negative("partition", partition)
         head = self.reader.head(topic, partition)
+        self._recent_heads.remember(topic, partition, head)
         return Offsets(earliest=head.log_start_offset, latest=head.next_offset)
 
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
