@@ -30,6 +30,7 @@ def check_fetch_args(
 
 def check_fetch_request(request: FetchRequest) -> None:
     check_fetch_args(request.partition, request.offset, request.max_bytes, request.max_records, 0)
+    check_non_negative("read_ahead_bytes", request.read_ahead_bytes)
 
 
 def check_compression(compression: str) -> str:

@@ -121,6 +121,8 @@ class ObjectLog:
         self.metadata.ensure_table()
 
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
         if self._range_reader is not None:
             self._range_reader.close()
             self._range_reader = None

@@ -196,8 +196,11 @@ class FetchAhead:
 
     def _fetch(self, due: dict[TopicPartition, _Buffer]) -> None:
         """Fetch the due buffers (marked in flight by the caller) and land the results."""
+        # Fetching ahead, a fetch also reads the next one's slices (services.read_ahead), so
+        # one partition's GETs overlap as well.
+        ahead = self._request_bytes if self._background else 0
         requests = [
-            FetchRequest(tp.topic, tp.partition, b.next_offset, self._request_bytes, None)
+            FetchRequest(tp.topic, tp.partition, b.next_offset, self._request_bytes, None, ahead)
             for tp, b in due.items()
         ]
         try:

@@ -8,6 +8,7 @@ is re-resolved through the head.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from objectlog.format.records import Record
 from objectlog.format.segment import SCHEMA, table_to_records
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
+from objectlog.services.read_ahead import ReadAhead
 from objectlog.stores.metadata import MetadataStore, PartitionHead
 
 DEFAULT_MAX_BYTES = 1 << 20
@@ -58,11 +60,15 @@ class _Undecodable:
 
 @dataclass(frozen=True)
 class FetchRequest:
+    """``read_ahead_bytes``: also read, in the background, the slices that follow this
+    fetch's, up to that many bytes (services.read_ahead), for the fetch that comes next."""
+
     topic: str
     partition: int
     offset: int
     max_bytes: int = DEFAULT_MAX_BYTES
     max_records: int | None = None
+    read_ahead_bytes: int = 0
 
 
 @dataclass
@@ -111,6 +117,10 @@ class Reader:
         self.partition_count = partition_count
         self.sleep = sleep
         self._slices = slice_cache()
+        self._read_ahead = ReadAhead()
+
+    def close(self) -> None:
+        self._read_ahead.close()
 
     def head(self, topic: str, partition: int) -> PartitionHead:
         head = self.metadata.get_head(topic, partition)
@@ -141,6 +151,7 @@ class Reader:
         pending = list(range(len(requests)))
         for attempt in range(RESOLVE_ATTEMPTS):
             plans, missing = self._plans(requests, heads, pending)
+            self._start_reading_ahead(requests, heads, plans)
             tables, unreadable = self._read_plans(plans)
             missing.update(unreadable)
             for i in pending:
@@ -173,6 +184,41 @@ class Reader:
             except ObjectNotFound as e:
                 missing[i] = e
         return plans, missing
+
+    def _start_reading_ahead(
+        self,
+        requests: Sequence[FetchRequest],
+        heads: dict[tuple[str, int], PartitionHead],
+        plans: dict[int, list[PlacedRef]],
+    ) -> None:
+        """Start reading the slices after each plan that asked for it, from the same head."""
+        loads: dict[tuple[str, int, int], Callable[[], pa.Table]] = {}
+        for i, planned in plans.items():
+            request, head = requests[i], heads[_key(requests[i])]
+            if not request.read_ahead_bytes or not planned:
+                continue
+            end = planned[-1].end_offset
+            if end >= head.next_offset:
+                continue  # at the tail: nothing to read ahead
+            after = FetchRequest(request.topic, request.partition, end, request.read_ahead_bytes)
+            try:
+                ahead = self._plan(after, head)
+            except ObjectLogError:
+                continue  # an index object gone: the next fetch reads the head again
+            for placed in ahead:
+                key = self._range(placed)
+                if self._slices.get(key) is None:
+                    loads[key] = functools.partial(self._load_ahead, placed, key)
+        if loads:
+            self._read_ahead.start(loads)
+
+    def _load_ahead(self, placed: PlacedRef, key: tuple[str, int, int]) -> pa.Table:
+        [data] = self.read_many([key])
+        if isinstance(data, ObjectLogError):
+            raise data
+        table = self._decode(placed, data)
+        self._slices.put(key, table)
+        return table
 
     def _wait_for_data(self, request: FetchRequest, max_wait_ms: int) -> PartitionHead:
         head = self.head(request.topic, request.partition)
@@ -226,6 +272,8 @@ class Reader:
                     continue
                 seen.add(key)
                 table = self._slices.get(key)
+                if table is None:
+                    table = self._read_ahead.take(key)
                 if table is None:
                     wanted.append(key)
                     wanted_refs.append(placed)
