@@ -196,9 +196,11 @@ class FetchAhead:
 
     def _fetch(self, due: dict[TopicPartition, _Buffer]) -> None:
         """Fetch the due buffers (marked in flight by the caller) and land the results."""
-        # Fetching ahead, a fetch also reads the next one's slices (services.read_ahead), so
-        # one partition's GETs overlap as well.
-        ahead = self._request_bytes if self._background else 0
+        # A consumer of one partition fetching ahead also reads the next fetch's slices
+        # (services.read_ahead), so that its GETs overlap. A consumer of several partitions
+        # overlaps its GETs across them already; reading ahead there too cost a group
+        # catch-up of 8 partitions about 10% (docs/benchmarks.md).
+        ahead = self._request_bytes if self._background and len(self._buffers) == 1 else 0
         requests = [
             FetchRequest(tp.topic, tp.partition, b.next_offset, self._request_bytes, None, ahead)
             for tp, b in due.items()
