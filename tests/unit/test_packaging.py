@@ -66,3 +66,18 @@ def test_the_project_is_found_from_a_directory(
         find_project(tmp_path)
     assert packaging.main(["--light", "--out", str(tmp_path / "out")]) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_the_layers_modules_name_a_user_agent_without_the_distribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The layer holds python/objectlog/ and no objectlog dist-info, so on Lambda the package's
+    version cannot be looked up: adapters.aws must still import (every handler imports it)."""
+    from objectlog.adapters import aws
+
+    def not_installed(name: str) -> str:
+        raise aws.metadata.PackageNotFoundError(name)
+
+    assert aws.user_agent().startswith("objectlog/0.")  # installed here: the version
+    monkeypatch.setattr(aws.metadata, "version", not_installed)
+    assert aws.user_agent().startswith("objectlog/unpackaged Python/3.")

@@ -43,10 +43,22 @@ EXISTS_CODES = {
     "ResourceInUseException",  # DynamoDB CreateTable
 }
 T = TypeVar("T")
-# A fixed User-Agent: botocore builds its standard one (user agent 2.0) twice for every request
-# unless the client's config supplies one, 0.15-0.18 ms of client CPU a call here
-# (docs/benchmarks.md). A client's user_agent_extra is still appended; an SDK app id is not.
-USER_AGENT = f"objectlog/{metadata.version('objectlog')} Python/{platform.python_version()}"
+
+
+def user_agent() -> str:
+    """A fixed User-Agent: botocore builds its standard one (user agent 2.0) twice for every
+    request unless the client's config supplies one, 0.15-0.18 ms of client CPU a call here
+    (docs/benchmarks.md). A client's user_agent_extra is still appended; an SDK app id is not.
+    The Lambda layer holds objectlog's modules, not its distribution, so there may be no
+    version to name."""
+    try:
+        version = metadata.version("objectlog")
+    except metadata.PackageNotFoundError:
+        version = "unpackaged"
+    return f"objectlog/{version} Python/{platform.python_version()}"
+
+
+USER_AGENT = user_agent()
 
 
 def botocore_config(
