@@ -421,20 +421,15 @@ class Producer:
             delivery.errors.update(errors)
             if not len(rows):
                 continue
-            whole = len(rows) == len(columns)
             partitions = assign_partitions(
                 info,
-                columns.keys if whole else columns.keys.take(rows),
-                None
-                if explicit is None
-                else given_partitions(explicit if whole else explicit[rows]),
+                columns.keys.take(rows),
+                None if explicit is None else given_partitions(explicit[rows]),
                 self._sticky_partition(info),
             )
-            for group, batch in table_batches(
-                info, columns, partitions, now_ms, None if whole else rows
-            ):
+            for group, batch in table_batches(info, columns, partitions, now_ms, rows):
                 batches.append(batch)
-                positions.append((group if whole else rows[group]).tolist())
+                positions.append(rows[group].tolist())
         self.sticky.next_batch()
         return PreparedDelivery(self.appender.stage(batches), positions)
 

@@ -119,13 +119,13 @@ def refuse_rows(
         return rows, {}
     errors: dict[int, ObjectLogError] = {}
     for row, size in zip(rows[refused].tolist(), sizes[refused].tolist(), strict=True):
-        try:
+        try:  # the rules themselves decide, and name the error
             if explicit is not None and explicit[row] >= 0:
                 check_partition(info, int(explicit[row]))
             check_record_size(info, size)
         except ObjectLogError as e:
             errors[row] = e
-    return rows[~refused], errors
+    return rows[np.isin(rows, list(errors), invert=True)], errors
 
 
 def assign_partitions(
