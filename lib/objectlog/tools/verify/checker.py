@@ -73,6 +73,16 @@ class Verdict:
     def ok(self) -> bool:
         return not any(self.counts.values())
 
+    def summary(self) -> str:
+        """Every anomaly found, its count and examples, on one line (a log excerpt that keeps
+        only the failing line still says what went wrong)."""
+        found = [
+            f"{name} x{count}: {'; '.join(self.examples[name])}"
+            for name, count in self.counts.items()
+            if count
+        ]
+        return " | ".join(found) or "no anomaly"
+
 
 def read_partition(
     log: Any, topic: str, partition: int, start: int = 0, **fetch_options: Any

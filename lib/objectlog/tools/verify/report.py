@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from objectlog.tools.verify.checker import ANOMALIES
 from objectlog.tools.verify.workload import (
@@ -48,5 +49,9 @@ def render(result: WorkloadResult, console: Console) -> None:
         examples = "; ".join(result.verdict.examples.get(name, []))
         anomalies.add_row(name, str(count), examples)
     console.print(anomalies)
-    verdict = "[bold green]PASS[/]: no anomaly" if result.verdict.ok else "[bold red]FAIL[/]"
-    console.print(f"verdict: {verdict}")
+    if result.verdict.ok:
+        console.print("verdict: [bold green]PASS[/]: no anomaly")
+    else:
+        console.print(
+            Text.assemble("verdict: ", ("FAIL", "bold red"), f": {result.verdict.summary()}")
+        )
