@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import threading
 import time
@@ -13,7 +12,6 @@ from typing import Any
 
 from objectlog.adapters.dynamodb import item_from_dynamo
 from objectlog.adapters.dynamodb import item_size as dynamo_item_size
-from objectlog.adapters.s3_async import AsyncRangeReader
 from objectlog.clients.direct import ObjectLog
 
 
@@ -35,7 +33,8 @@ class Tally:
 
 
 class Requests:
-    """Requests sent by one ObjectLog, by kind: every client it uses, the aioboto3 one too.
+    """Requests sent by one ObjectLog, by kind: both clients it uses (concurrent slice reads
+    go through the S3 one too).
 
     Kinds are the operation, with S3 calls split by what they touch: ``PutObject:l0`` (data),
     ``PutObject:index`` (manifests), ``GetObject:l0``, ``GetObject:index``. Retries by
@@ -47,7 +46,6 @@ class Requests:
         self._lock = threading.Lock()
         for client in (log.store.client, log.metadata.client):
             self._register(client)
-        self._register(_open_range_reader(log))
 
     def _register(self, client: Any) -> None:
         client.meta.events.register("before-send", self._count)
@@ -83,14 +81,6 @@ class Requests:
         with self._lock:
             tally, self.tally = self.tally, Tally()
         return tally
-
-
-def _open_range_reader(log: ObjectLog) -> Any:
-    """Create the log's aioboto3 reader now, so its client can be hooked before use."""
-    if log._range_reader is None:
-        log._range_reader = AsyncRangeReader(log.config)
-    reader = log._range_reader
-    return asyncio.run_coroutine_threadsafe(reader._open(), reader._loop).result(timeout=30)
 
 
 def is_head(item: Mapping[str, Any]) -> bool:

@@ -15,7 +15,6 @@ from objectlog.tools.verify.faults import (  # noqa: F401  (re-exported for the 
     FaultInjector,
     InjectedCrash,
     Pause,
-    async_read_client,
     both,
     canned,
     carried_spills,

@@ -118,7 +118,7 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
 def test_commands_leave_no_unclosed_session_or_resource_warning(
     log: ObjectLog, log_env: dict[str, str]
 ) -> None:
-    """Reading several slices at once opens the aioboto3 reader: every command closes it."""
+    """Reading several slices at once starts the reading threads: every command closes them."""
     log.create_topic("many", partitions=2)
     for flush in range(4):  # several slices per partition, so reads go concurrent
         with log.producer() as producer:

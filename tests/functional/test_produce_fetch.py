@@ -1,4 +1,3 @@
-import asyncio
 import time
 from dataclasses import replace
 from typing import Any
@@ -8,7 +7,6 @@ import pytest
 
 from objectlog import FetchRequest, ObjectLog
 from objectlog.adapters.aws import USER_AGENT
-from objectlog.adapters.s3_async import AsyncRangeReader
 from objectlog.errors import (
     InvalidRequest,
     InvalidTopicName,
@@ -471,7 +469,7 @@ def test_a_fetch_from_the_earliest_offset_plans_from_the_head_its_lookup_just_re
 
 def test_every_aws_request_carries_objectlogs_fixed_user_agent(log: ObjectLog) -> None:
     """botocore rebuilds its standard User-Agent twice a request unless the config gives one;
-    every client objectlog builds (S3, DynamoDB, the async range reader) gives one."""
+    every client objectlog builds (S3, DynamoDB) gives one."""
     sent: dict[str, set[str]] = {}
 
     def record(request: Any, event_name: str, **_: Any) -> None:
@@ -479,9 +477,7 @@ def test_every_aws_request_carries_objectlogs_fixed_user_agent(log: ObjectLog) -
         agent = agent.decode() if isinstance(agent, bytes) else agent
         sent.setdefault(event_name.rsplit(".", 1)[-1], set()).add(agent)
 
-    reader = log._range_reader = AsyncRangeReader(log.config)  # opened now, to be hooked
-    reader_client = asyncio.run_coroutine_threadsafe(reader._open(), reader._loop).result(30)
-    for client in (log.store.client, log.metadata.client, reader_client):
+    for client in (log.store.client, log.metadata.client):
         client.meta.events.register("before-send", record)
     log.create_topic("agents", partitions=2)
     with log.producer() as producer:

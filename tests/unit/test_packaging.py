@@ -42,7 +42,6 @@ def test_the_layer_requires_only_what_the_handlers_import() -> None:
     assert {
         "boto3",
         "botocore",
-        "aioboto3",
         "pyarrow",
         "aws-lambda-powertools",
         "pydantic",

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from objectlog.adapters import aws
-from objectlog.adapters.s3_async import AsyncRangeReader
 from objectlog.clients.arguments import (
     check_compression,
     check_fetch_args,
@@ -37,6 +36,7 @@ from objectlog.services.append import Appender
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
+from objectlog.services.range_reads import ConcurrentReads
 from objectlog.services.recent_heads import RecentHeads
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import LeaseStore
@@ -85,13 +85,10 @@ class ObjectLog:
         )
         self.footers = Footers(self.store)
         self._topics = TopicCache(self._load_topic)
-        self._range_reader: AsyncRangeReader | None = None
+        self._range_reader = ConcurrentReads(self.store.get_range)
         self._recent_heads = RecentHeads(
             min(config.head_reuse_ms, config.delete_grace_ms // 2) / 1000
         )
-        # Several slices are read concurrently through aioboto3; False reads them one by one
-        # through the boto3 client (whose botocore event hooks the fault tests use).
-        self.concurrent_reads = True
         self._reader: Reader | None = None
         self._groups: GroupCoordinator | None = None
         self._tables: Tables | None = None
@@ -123,9 +120,7 @@ class ObjectLog:
     def close(self) -> None:
         if self._reader is not None:
             self._reader.close()
-        if self._range_reader is not None:
-            self._range_reader.close()
-            self._range_reader = None
+        self._range_reader.close()
 
     def __enter__(self) -> ObjectLog:
         return self
@@ -277,9 +272,7 @@ class ObjectLog:
         then: Callable[[int, bytes], Any] | None = None,
     ) -> list[Any]:
         """Each range's bytes (or then(index, bytes)), or the ObjectLogError reading it raised."""
-        if isinstance(self.store, S3ObjectStore) and len(ranges) > 1 and self.concurrent_reads:
-            if self._range_reader is None:
-                self._range_reader = AsyncRangeReader(self.config)
+        if isinstance(self.store, S3ObjectStore) and len(ranges) > 1:  # S3: concurrently
             return self._range_reader.read_many(ranges, then)
         results = [self._read_one(*r) for r in ranges]
         if then is None:

@@ -3,7 +3,7 @@ each call kept as the (IAM action, resource ARN) it is authorized as, per functi
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -18,20 +18,23 @@ from objectlog.tools.deploy.policies import Call, iam_calls
 class CallRecorder:
     """(action, resource) pairs per function, from every botocore client in this process.
 
-    A ``provide-client-params`` hook sees each API call of a boto3 or aioboto3 client (sessions
+    A ``provide-client-params`` hook sees each API call of a boto3 client (sessions
     made after ``install_hook()`` get it from botocore's built-in handler list, and the session
     objectlog.adapters.aws caches gets it explicitly). It records only while an invocation is active
     (``recording(function)``); invocations are serialized by the environment lock, so every call
-    in that window is that function's.
+    in that window is that function's, on whichever thread (a fetch reads slices on several).
     """
 
     def __init__(self, account: str) -> None:
         self.account = account
         self.calls: dict[str, set[Call]] = defaultdict(set)
         self.counts: dict[str, int] = defaultdict(int)
-        self.async_counts: dict[str, int] = defaultdict(int)  # from aioboto3 clients
+        # calls made on other threads than the invocation's (a fetch's concurrent reads)
+        self.other_thread_counts: dict[str, int] = defaultdict(int)
+        self._invocation_thread = 0
 
     def recording(self, function: str) -> AbstractContextManager[None]:
+        self._invocation_thread = threading.get_ident()
         return _active((self, function))
 
     def paused(self) -> AbstractContextManager[None]:
@@ -44,16 +47,8 @@ class CallRecorder:
         for call in iam_calls(service, operation, params, region, self.account):
             self.calls[function].add(call)
         self.counts[function] += 1
-        if _in_event_loop():
-            self.async_counts[function] += 1
-
-
-def _in_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+        if threading.get_ident() != self._invocation_thread:
+            self.other_thread_counts[function] += 1
 
 
 _ACTIVE: tuple[CallRecorder, str] | None = None

@@ -479,23 +479,10 @@ def _is_aio(client: Any) -> bool:
 
 
 def fast_retries(monkeypatch: Any, delay_s: float = 0.001) -> None:
-    """Make botocore's (and aiobotocore's) retry backoff tiny, so throttling tests stay fast.
+    """Make botocore's retry backoff tiny, so throttling tests stay fast.
 
     The retry decisions and attempt limits are unchanged; only the sleep between attempts is.
     """
     from botocore.retries import standard
 
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, ctx: delay_s)
-
-
-def async_read_client(log: Any) -> Any:
-    """The aioboto3 S3 client that ObjectLog uses for concurrent slice reads, opened now so
-    faults can be registered on it (it is otherwise created on the first multi-slice read)."""
-    import asyncio
-
-    from objectlog.adapters.s3_async import AsyncRangeReader
-
-    if log._range_reader is None:
-        log._range_reader = AsyncRangeReader(log.config)
-    reader = log._range_reader
-    return asyncio.run_coroutine_threadsafe(reader._open(), reader._loop).result(timeout=30)

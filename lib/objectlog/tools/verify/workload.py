@@ -248,7 +248,6 @@ class Workload:
 
     def _log(self, *, faults: bool, clock: Any = None, role: str = "") -> ObjectLog:
         log = ObjectLog(self.log_config, clock=clock)
-        log.concurrent_reads = False  # reads through the boto3 client, where faults hook in
         self.logs.append(log)
         if faults:
             self._inject(log, role)
