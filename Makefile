@@ -8,14 +8,14 @@ STAMP := $(VENV)/.installed-stamp
 .PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
-# 48 s for pip with a warm one. aioboto3 pins an exact botocore; uv resolves that at once.
+# 48 s for pip with a warm one.
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
 		{ echo "error: objectlog needs Python >= 3.11; $(PYTHON) is $$($(PYTHON) --version)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet 'uv==0.13.9'
-	$(BIN)/uv pip install --quiet --python $(BIN)/python 'aioboto3==15.5.0' -e '.[dev]'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -85,7 +85,7 @@ test-dynamodb-local: install
 
 # The whole suite against LocalStack (community edition, run as a process: no Docker), started on
 # a free port and stopped by its PID also on failure or Ctrl-C; LocalStack gets a virtualenv of
-# its own (its pins clash with aioboto3's), installed once. Logs: build/localstack/. See
+# its own (it pins its own boto3 and botocore), installed once. Logs: build/localstack/. See
 # docs/deploy.md, section LocalStack.
 LOCALSTACK_VENV ?= .venv-localstack
 test-localstack: install prereqs
@@ -101,7 +101,7 @@ SPARK_3.5 := 3.5.8
 	$(PYTHON) -m venv .venv-spark$*
 	.venv-spark$*/bin/pip install --quiet 'uv==0.13.9'
 	.venv-spark$*/bin/uv pip install --quiet --python .venv-spark$*/bin/python \
-		'aioboto3==15.5.0' -e '.[cli,server,lambda]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
+		-e '.[cli,server,lambda]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
 		'pytest>=8' 'pytest-timeout>=2.3'
 	touch $@
 
@@ -147,7 +147,7 @@ KAFKA_TESTS := tests/functional/test_kafka_agent.py tests/functional/test_kafka_
 .venv-kafka/.installed-stamp: pyproject.toml
 	$(PYTHON) -m venv .venv-kafka
 	.venv-kafka/bin/pip install --quiet 'uv==0.13.9'
-	.venv-kafka/bin/uv pip install --quiet --python .venv-kafka/bin/python 'aioboto3==15.5.0' -e '.[dev]'
+	.venv-kafka/bin/uv pip install --quiet --python .venv-kafka/bin/python -e '.[dev]'
 	touch $@
 
 test-kafka-clients: prereqs .venv-kafka/.installed-stamp
@@ -225,7 +225,7 @@ deploy-local: package
 destroy-local: install
 	$(BIN)/python -m objectlog.tools.deploy destroy --endpoint $(LOCAL_ENDPOINT)
 
-# checkov pins a boto3 that conflicts with aioboto3's pin: it gets a virtualenv of its own.
+# checkov pins its own boto3 and botocore: it gets a virtualenv of its own.
 $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/pip install --quiet 'checkov==$(CHECKOV_VERSION)'

@@ -10,7 +10,7 @@ requests (a PUT, a commit per partition) and the consumer's head reads at the ta
 bytes, make the bill. Each configuration runs in real time, since the consumer's polling at the
 tail depends on time, on one `objectlog dev` endpoint (bench.server), each on a fresh bucket and
 table, with the producers and the consumer on ObjectLogs of their own so their requests are
-counted apart (bench.meter: botocore hooks, the aioboto3 range reader's too). The counted
+counted apart (bench.meter: botocore hooks on the S3 and DynamoDB clients). The counted
 window starts once the consumer is positioned (its start-up reads and a group's join are
 one-offs, left out) and ends when it has read every record produced; rates are per second of
 that window, and per GB produced and read once: the run checks every record was read, once.

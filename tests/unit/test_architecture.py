@@ -1,5 +1,5 @@
 """The layers of DESIGN.md section 10, checked on the source: no import cycle in the runtime,
-botocore and aioboto3 only in the adapters, every import pointing down, tooling outside the
+botocore and boto3 only in the adapters, every import pointing down, tooling outside the
 runtime, no runtime module that grew past 500 lines without a reason."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ LAYERS = {
     "objectlog.kafka": 5,
     "objectlog.tools": 6,
 }
-AWS_SDKS = ("botocore", "aioboto3", "aiobotocore", "boto3")
+AWS_SDKS = ("botocore", "boto3")
 # boto3 is allowed above the adapters only where a library takes a boto3 client or session.
 SDK_ALLOWED = {"objectlog.adapters"}
 # module -> why it may pass 500 lines (each a candidate to split next)

@@ -65,9 +65,8 @@ def botocore_config(
     config: Config,
     *,
     pool: int = 32,
-    config_class: type[botocore.config.Config] = botocore.config.Config,
-) -> Any:
-    return config_class(
+) -> botocore.config.Config:
+    return botocore.config.Config(
         region_name=config.region,
         user_agent=USER_AGENT,
         retries={"mode": "standard", "max_attempts": config.max_attempts},

@@ -4,7 +4,7 @@ plain Python process: these machines have no Docker engine (docs/deploy.md, sect
 Why each step is here:
 
 - **A virtualenv of its own** (default ``.venv-localstack`` in the checkout): localstack-core
-  pins boto3/botocore versions that clash with aioboto3's exact botocore pin. Every one of its
+  pins its own boto3/botocore versions, which would constrain the project's. Every one of its
   116 distributions is pinned in ``localstack-requirements.txt`` because newer releases of its
   loosely bounded dependencies break it (cbor2 6, psutil 7.2). A stamp file in the virtualenv
   holds the interpreter and that list's hash: a second run with the same ones installs nothing.

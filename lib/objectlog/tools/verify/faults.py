@@ -1,4 +1,4 @@
-"""Fault injection on real botocore (and aiobotocore) clients, on top of any endpoint.
+"""Fault injection on real botocore clients, on top of any endpoint.
 
 Used by the test suite and by `objectlog verify` (the reliability workload).
 
@@ -111,7 +111,7 @@ def both(*predicates: Predicate) -> Predicate:
 
 
 class _Body:
-    """A response body for botocore (stream) and aiobotocore (read)."""
+    """A response body botocore can stream."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -119,16 +119,9 @@ class _Body:
     def stream(self, **_: Any) -> Iterator[bytes]:
         yield self.data
 
-    async def read(self) -> bytes:
-        return self.data
 
-
-def canned(status: int, body: bytes, content_type: str, *, aio: bool = False) -> AWSResponse:
+def canned(status: int, body: bytes, content_type: str) -> AWSResponse:
     headers: Any = {"Content-Type": content_type, "Content-Length": str(len(body))}
-    if aio:
-        from aiobotocore.awsrequest import AioAWSResponse
-
-        return AioAWSResponse("http://injected.fault", status, headers, _Body(body))
     return AWSResponse("http://injected.fault", status, headers, _Body(body))
 
 
@@ -227,8 +220,6 @@ class FaultInjector:
         when: Predicate | None,
     ) -> Fault:
         service = _service(client)
-        aio = _is_aio(client)
-        _check_when(aio, when)
         if service not in responses:
             raise ValueError(f"no {name} response for {service}")
         status, body, content_type = responses[service]
@@ -236,7 +227,7 @@ class FaultInjector:
 
         def handler(**_: Any) -> AWSResponse | None:
             if self._fire(fault, self._thread_params()):
-                return canned(status, body, content_type, aio=aio)
+                return canned(status, body, content_type)
             return None
 
         self._register(client, f"before-send.{service}.{operation}", handler)
@@ -273,8 +264,6 @@ class FaultInjector:
         """The call was applied and its answer timed out inside botocore, whose retry handler
         then decides what follows (by default it sends the call again, and a conditional
         write's resend fails its condition against its own first attempt)."""
-        if _is_aio(client):
-            raise ValueError("lose_answer_in_sdk is for sync clients")
         fault = self._add(
             Fault(f"sdk-lost-answer:{operation}", share, times, when), client, operation
         )
@@ -369,8 +358,7 @@ class FaultInjector:
         times: int | None = None,
         when: Predicate | None = None,
     ) -> Fault:
-        """Sleep before sending (sync clients: it blocks that caller's thread)."""
-        _check_when(_is_aio(client), when)
+        """Sleep before sending: it blocks the calling thread."""
         fault = self._add(Fault(f"delay:{operation}", share, times, when), client, operation)
 
         def handler(**_: Any) -> None:
@@ -438,12 +426,10 @@ class FaultInjector:
         if key in self._param_hooks:
             return
         self._param_hooks.add(key)
-        aio = _is_aio(client)
 
         def handler(params: Params, context: dict[str, Any], **_: Any) -> None:
             context[_PARAMS] = params
-            if not aio:  # before-send gets no context; a sync call stays on its thread
-                self._local.params = params
+            self._local.params = params  # before-send gets no context; a call stays on its thread
 
         self._register(client, f"before-parameter-build.{_service(client)}.{operation}", handler)
 
@@ -455,12 +441,6 @@ class FaultInjector:
         self._registered.append((client.meta.events, event_name, handler))
 
 
-def _check_when(aio: bool, when: Predicate | None) -> None:
-    # before-send gets no context, and coroutines interleave on the event loop's thread
-    if aio and when is not None:
-        raise ValueError("'when' is not supported for before-send faults on async clients")
-
-
 def _first_attempt(request: Any) -> bool:
     """Whether botocore sends this request for the first time (its amz-sdk-request header)."""
     header = request.headers.get("amz-sdk-request", b"")
@@ -470,12 +450,6 @@ def _first_attempt(request: Any) -> bool:
 
 def _service(client: Any) -> str:
     return str(client.meta.service_model.service_id.hyphenize())
-
-
-def _is_aio(client: Any) -> bool:
-    from aiobotocore.client import AioBaseClient
-
-    return isinstance(client, AioBaseClient)
 
 
 def fast_retries(monkeypatch: Any, delay_s: float = 0.001) -> None:
