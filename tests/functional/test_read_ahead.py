@@ -127,3 +127,43 @@ def test_the_consumers_fetch_ahead_reads_one_fetch_ahead(log_of_slices: ObjectLo
     names = [name for name, _ in gets.gets]
     assert len(names) == len(set(names)) == 5
     assert any(thread.startswith("objectlog-read-ahead") for _, thread in gets.gets)
+
+
+def test_a_cold_fetch_of_several_partitions_reads_their_index_objects_at_once(
+    log: ObjectLog,
+) -> None:
+    """fetch_many from cold caches reads every partition's manifest list in one round
+    (IndexStore.preload), not one partition after another, and each of them once."""
+    log.create_topic("indexed", partitions=4)
+    with log.producer() as producer:
+        for flush in range(24):  # past TAIL_MAX: each partition's oldest refs spill
+            for partition in range(4):
+                producer.send("indexed", b"%d-%d" % (partition, flush), partition=partition)
+            producer.flush()
+    heads = log.metadata.get_heads("indexed", range(4))
+    assert all(head.manifest_list for head in heads.values())
+    with ObjectLog(log.config) as cold:  # nothing cached
+        reads, most, in_flight, lock = [], 0, 0, threading.Lock()
+        read = cold.index._read
+
+        def overlapping_read(location: str) -> bytes:
+            nonlocal most, in_flight
+            with lock:
+                reads.append(location)
+                in_flight += 1
+                most = max(most, in_flight)
+            try:
+                time.sleep(0.05)  # long enough for the others to start, if they are going to
+                return read(location)
+            finally:
+                with lock:
+                    in_flight -= 1
+
+        cold.index._read = overlapping_read  # type: ignore[method-assign]
+        results = cold.fetch_many([FetchRequest("indexed", p, 0) for p in range(4)])
+    for partition, result in enumerate(results):
+        assert [r.value for r in result.records] == [
+            b"%d-%d" % (partition, flush) for flush in range(24)
+        ]
+    assert most == 4
+    assert sorted(reads) == sorted({head.manifest_list for head in heads.values()})

@@ -121,6 +121,7 @@ class Reader:
 
     def close(self) -> None:
         self._read_ahead.close()
+        self.index.close()
 
     def head(self, topic: str, partition: int) -> PartitionHead:
         head = self.metadata.get_head(topic, partition)
@@ -150,6 +151,7 @@ class Reader:
         results: list[FetchResult | None] = [None] * len(requests)
         pending = list(range(len(requests)))
         for attempt in range(RESOLVE_ATTEMPTS):
+            self.index.preload([(heads[_key(requests[i])], requests[i].offset) for i in pending])
             plans, missing = self._plans(requests, heads, pending)
             self._start_reading_ahead(requests, heads, plans)
             tables, unreadable = self._read_plans(plans)

@@ -10,11 +10,14 @@ to the partition moves the refs in the same UpdateItem, so a spill costs no requ
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from objectlog.cache import LruCache
 from objectlog.clock import Clock, new_ulid
+from objectlog.errors import ObjectLogError
 from objectlog.format.index import (
     LEVEL_L1,
     Manifest,
@@ -52,6 +55,7 @@ PRODUCER_CAP = 24
 PRODUCER_EXPIRY_S = 24 * 3600
 # Replaced index and data objects stay readable this long (Kafka's file.delete.delay.ms).
 DEFAULT_DELETE_GRACE_MS = 60_000
+PRELOAD_THREADS = 8  # index objects read at once by preload()
 
 
 class IndexStore:
@@ -71,7 +75,40 @@ class IndexStore:
         self._lists: LruCache[str, ManifestList] = LruCache(256)
         self._manifests: LruCache[str, Manifest] = LruCache(1024)
         self._placed: LruCache[str, tuple[tuple[PlacedRef, ...], list[int]]] = LruCache(256)
+        self._preload_pool: ThreadPoolExecutor | None = None
         self.spills = 0
+
+    def close(self) -> None:
+        if self._preload_pool is not None:
+            self._preload_pool.shutdown(wait=False, cancel_futures=True)
+            self._preload_pool = None
+
+    def preload(self, starts: Sequence[tuple[PartitionHead, int]]) -> None:
+        """Read at once the index objects that planning from each (head, offset) reads first
+        and finds uncached: the manifest lists, then the manifest each offset falls in. A fetch
+        of several partitions from cold caches then waits for two rounds of GETs instead of
+        two GETs per partition one after another. Errors are left for the plan to meet."""
+        indexed = [(head, offset) for head, offset in starts if offset < head.tail_base]
+        lists = {head.manifest_list for head, _ in indexed if head.manifest_list}
+        self._load_at_once(self.manifest_list, [k for k in lists if self._lists.get(k) is None])
+        manifests = set()
+        for head, offset in indexed:
+            listing = self._lists.get(head.manifest_list) if head.manifest_list else None
+            entry = next(listing.covering(offset), None) if listing else None
+            if entry is not None and entry.manifest is None:
+                manifests.add(entry.key)
+        self._load_at_once(self.manifest, [k for k in manifests if self._manifests.get(k) is None])
+
+    def _load_at_once(self, load: Callable[[str], object], locations: list[str]) -> None:
+        if len(locations) < 2:
+            return  # one GET gains nothing from a thread: the plan reads it
+        if self._preload_pool is None:
+            self._preload_pool = ThreadPoolExecutor(
+                PRELOAD_THREADS, thread_name_prefix="objectlog-index"
+            )
+        for future in [self._preload_pool.submit(load, location) for location in locations]:
+            with contextlib.suppress(ObjectLogError):
+                future.result()
 
     def manifest_list(self, location: str) -> ManifestList:
         return self._lists.get_or_load(
