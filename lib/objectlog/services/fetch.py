@@ -294,12 +294,16 @@ class Reader:
             # Runs as each GET completes, while the others are still in flight.
             run, view, decoded = runs[index], memoryview(data), []
             for member in run.members:
-                _, start, length = wanted[member]
+                key = wanted[member]
+                _, start, length = key
                 piece = view[start - run.start : start - run.start + length]
                 try:
-                    decoded.append(self._decode(wanted_refs[member], piece))
+                    table = self._decode(wanted_refs[member], piece)
                 except Exception as e:
                     decoded.append(_Undecodable(e))
+                else:
+                    self._slices.put(key, table)
+                    decoded.append(table)
             return decoded
 
         read = self.read_many([run.range for run in runs], decode)
@@ -313,7 +317,6 @@ class Reader:
                     failed[key] = piece
                 else:
                     tables_by_range[key] = piece
-                    self._slices.put(key, piece)
         tables: dict[int, list[pa.Table]] = {}
         missing: dict[int, ObjectLogError] = {}
         for i, placed_refs in plans.items():
