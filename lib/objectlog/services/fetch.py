@@ -363,9 +363,7 @@ class Reader:
         tables: list[pa.Table],
     ) -> FetchResult:
         table = pa.concat_tables(tables) if tables else _empty_table()
-        if table.num_rows and table.column("offset")[0].as_py() < request.offset:
-            table = table.filter(pc.greater_equal(table.column("offset"), request.offset))
-        table = _trim(table, request.max_bytes, request.max_records)
+        table = _trim(_from_offset(table, request.offset), request.max_bytes, request.max_records)
         if table.num_rows:
             next_offset = table.column("offset")[-1].as_py() + 1
         else:  # nothing visible in what we read (compaction gaps): skip past it
@@ -430,6 +428,16 @@ def _buffer_bytes(table: pa.Table) -> int:
 
 def _key(request: FetchRequest) -> tuple[str, int]:
     return request.topic, request.partition
+
+
+def _from_offset(table: pa.Table, offset: int) -> pa.Table:
+    """The records at offset and after. A partition's offsets ascend, so this is a slice of
+    the table, not a copy of what it keeps (a fetch that starts inside a slice, as each one
+    after a trimmed fetch does, would otherwise copy about max_bytes)."""
+    if not table.num_rows or table.column("offset")[0].as_py() >= offset:
+        return table
+    first = int(np.searchsorted(table.column("offset").to_numpy(), offset, side="left"))
+    return table.slice(first)
 
 
 def _trim(table: pa.Table, max_bytes: int, max_records: int | None) -> pa.Table:
