@@ -24,7 +24,13 @@ from objectlog.tools.verify.history import (
     Produce,
 )
 from objectlog.tools.verify.report import render
-from objectlog.tools.verify.workload import FAULT_KINDS, WorkloadConfig, run_workload
+from objectlog.tools.verify.workload import (
+    FAULT_KINDS,
+    KAFKA_GROUP,
+    WorkloadConfig,
+    WorkloadResult,
+    run_workload,
+)
 
 # The emulator subset in make test runs a briefer workload (OBJECTLOG_VERIFY_OPS, Makefile);
 # every fault kind is certain to come up only in the full 2,000 operations.
@@ -41,7 +47,17 @@ def test_a_short_workload_with_every_fault_has_no_anomaly(aws_endpoint: str) -> 
     if OPS >= SHORT_OPS:
         assert {kind for kind in FAULT_KINDS if result.faults[kind] > 0} == set(FAULT_KINDS)
     assert sum(len(p.records) for p in result.history.polls) > 0
-    assert result.verdict.ok, f"verify failed: {result.verdict.summary()}"
+    assert any(" assigned " in line for line in result.kafka_trail)  # the trail listened
+    assert result.verdict.ok, failure(result)
+
+
+def failure(result: WorkloadResult) -> str:
+    """The verdict on one line, then kafka-python's trail (where its members started reading)
+    when the Kafka group is among the anomalies."""
+    message = f"verify failed: {result.verdict.summary()}"
+    if KAFKA_GROUP in message:
+        message += " || kafka-python: " + " | ".join(result.kafka_trail[-40:])
+    return message
 
 
 def final(rows: dict[int, list[tuple[int, bytes | None]]], committed: int = 0) -> FinalState:
@@ -128,4 +144,4 @@ def test_the_long_workload_has_no_anomaly(aws_endpoint: str) -> None:
     """make check-long: objectlog verify --ops 20000, every fault on."""
     result = run_workload(WorkloadConfig(ops=20_000, seconds=3_000), Config.from_env())
     render(result, Console(width=160))
-    assert result.verdict.ok, f"verify failed: {result.verdict.summary()}"
+    assert result.verdict.ok, failure(result)

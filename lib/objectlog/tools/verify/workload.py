@@ -45,6 +45,7 @@ from objectlog.config import Config
 from objectlog.errors import CommitFailed, ObjectLogError
 from objectlog.groups import TopicPartition
 from objectlog.tools.gateway import LocalGateway, local_api
+from objectlog.tools.verify.kafka_trail import MEMBER_LOG, KafkaClientTrail
 
 if TYPE_CHECKING:
     from objectlog.kafka.server import AgentThread
@@ -109,6 +110,7 @@ class WorkloadResult:
     verdict: Verdict
     faults: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    kafka_trail: list[str] = field(default_factory=list)  # tools.verify.kafka_trail
 
     @property
     def outcomes(self) -> Counter[tuple[str, str]]:
@@ -180,8 +182,10 @@ class Workload:
         admin.create_topic(TOPIC, partitions=self.config.partitions)
         gateway = self._gateway()
         agent = self._agent()
+        trail = KafkaClientTrail()
         try:
-            self._run_threads(gateway, agent.address, started)
+            with trail:
+                self._run_threads(gateway, agent.address, started)
         finally:
             agent.stop()
             gateway.stop()
@@ -194,6 +198,7 @@ class Workload:
             check(self.history, final),
             Counter({kind: n for kind, n in self._fault_counts().items()}),
             time.monotonic() - started,
+            list(trail.lines),
         )
         for log in self.logs:
             log.close()
@@ -543,9 +548,11 @@ class Workload:
         class Moved(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked: Any) -> None:
                 ownership[0] += 1
+                MEMBER_LOG.debug("%s revoked %s", name, sorted(tp.partition for tp in revoked))
 
             def on_partitions_assigned(self, assigned: Any) -> None:
                 ownership[0] += 1
+                MEMBER_LOG.debug("%s assigned %s", name, sorted(tp.partition for tp in assigned))
                 forget_stale_offset_fetches(consumers[0])
 
         consumer = KafkaConsumer(

@@ -1,0 +1,57 @@
+"""kafka-python's own account of where the verify's Kafka members start reading.
+
+A "committed backwards" or "skipped" anomaly in the Kafka group means a member read from an
+offset other than the group's committed one. kafka-python says at DEBUG which committed offset
+it took for a partition, and when it reset a position; the members say (``MEMBER_LOG``) which
+partitions each was assigned. The trail keeps those lines only (bounded), with their time and
+thread, so a failed verdict can be traced to the answer a member acted on.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from types import TracebackType
+
+MEMBER_LOG = logging.getLogger("objectlog.verify.kafka")
+SOURCES = ("kafka.coordinator.consumer", "kafka.consumer.fetcher", MEMBER_LOG.name)
+# What kafka-python says when it takes a committed offset or moves a position on its own.
+KEPT = ("committed offset", "Resetting offset", "out of range", "assigned", "revoked")
+LIMIT = 400
+
+
+class KafkaClientTrail(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: collections.deque[str] = collections.deque(maxlen=LIMIT)
+        self._saved: list[tuple[logging.Logger, int, bool]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if any(kept in message for kept in KEPT):
+            at = time.strftime("%H:%M:%S", time.localtime(record.created))
+            self.lines.append(f"{at}.{int(record.msecs):03d} {record.threadName}: {message}")
+
+    def __enter__(self) -> KafkaClientTrail:
+        """Listen at DEBUG; these loggers' records stop propagating for the duration, so the
+        DEBUG flood does not reach the root handlers (a test's captured log)."""
+        for name in SOURCES:
+            logger = logging.getLogger(name)
+            self._saved.append((logger, logger.level, logger.propagate))
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False
+            logger.addHandler(self)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for logger, level, propagate in self._saved:
+            logger.removeHandler(self)
+            logger.setLevel(level)
+            logger.propagate = propagate
+        self._saved.clear()
