@@ -2,9 +2,10 @@
 
 send() appends a record's fields to the current Delivery (the records queued between two
 flushes, one list per field) and returns a RecordFuture holding only that delivery and the
-record's position in it; the sender thread writes each record's metadata or error at its
-position, then sets the delivery's one event, which wakes every future of the flush and runs
-their callbacks.
+record's position in it; the committer writes, per partition batch, where its records landed
+(and each failed record's error), then sets the delivery's one event, which wakes every future
+of the flush and runs their callbacks. A record's RecordMetadata is built when its future is
+asked for it, not for every record: most applications never ask.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from objectlog.errors import ObjectLogError
+from objectlog.errors import ObjectLogError, UnknownOutcome
 from objectlog.format.records import Headers, RecordMetadata
 from objectlog.format.segment import HEADER_TYPE
 from objectlog.services.append import AppendOutcome, StagedFlush
@@ -47,7 +48,7 @@ class RecordFuture:
         error = delivery.errors.get(self._position)
         if error is not None:
             raise error
-        return delivery.metadata[self._position]
+        return delivery.metadata(self._position)
 
     get = result  # kafka-python's name
 
@@ -83,7 +84,10 @@ class Delivery:
     bytes: int = 0
     # send() takes its slow path when bytes would pass this: -1 until the first record.
     limit: int = -1
-    metadata: list[RecordMetadata] = field(default_factory=list)
+    landed: list[Landed] = field(default_factory=list)  # each committed batch, in order
+    # Per record: its batch's index in landed (-1 until settled) and its index in the batch.
+    batch_of: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    index_in: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     errors: dict[int, ObjectLogError] = field(default_factory=dict)
     callbacks: list[tuple[RecordFuture, Callable[[RecordFuture], Any]]] = field(
         default_factory=list
@@ -96,30 +100,58 @@ class Delivery:
     def count(self) -> int:
         return len(self.topics)
 
+    def start_settling(self) -> None:
+        """Room for every record's place, once the delivery stops growing (the sender took it)."""
+        self.batch_of = np.full(self.count, -1, dtype=np.int64)
+        self.index_in = np.zeros(self.count, dtype=np.int64)
+
+    def metadata(self, position: int) -> RecordMetadata:
+        """Where the record at position landed (it has no error)."""
+        batch = int(self.batch_of[position])
+        if batch < 0:
+            raise UnknownOutcome("the record was neither committed nor failed")
+        landed, index = self.landed[batch], int(self.index_in[position])
+        return RecordMetadata(
+            landed.topic,
+            landed.partition,
+            landed.base_offset + index,
+            int(landed.timestamps[index]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Landed:
+    """A committed partition batch: its records' offsets follow base_offset in batch order."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    timestamps: np.ndarray  # ms, in batch order
+
 
 class PreparedDelivery:
     """A delivery staged for commit: its flush and, per batch, the records' positions."""
 
     __slots__ = ("positions", "staged")
 
-    def __init__(self, staged: StagedFlush, positions: list[list[int]]) -> None:
+    def __init__(self, staged: StagedFlush, positions: list[np.ndarray]) -> None:
         self.staged = staged
         self.positions = positions
 
 
-def settle_records(delivery: Delivery, outcome: AppendOutcome, positions: list[int]) -> None:
-    """Write each record's outcome at its position in the delivery."""
+def settle_records(delivery: Delivery, outcome: AppendOutcome, positions: np.ndarray) -> None:
+    """Record where the batch's records landed (or their error), by position in the delivery."""
     if outcome.error is not None:
-        for position in positions:
-            delivery.errors[position] = outcome.error
+        delivery.errors.update(dict.fromkeys(positions.tolist(), outcome.error))
         return
     assert outcome.base_offset is not None
     batch = outcome.batch
-    topic, partition, base = batch.topic.name, batch.partition, outcome.base_offset
-    timestamps = batch.table.column("timestamp").cast(pa.int64()).to_pylist()
-    metadata = delivery.metadata
-    for index, position in enumerate(positions):
-        metadata[position] = RecordMetadata(topic, partition, base + index, timestamps[index])
+    timestamps = batch.table.column("timestamp").cast(pa.int64()).to_numpy()
+    delivery.batch_of[positions] = len(delivery.landed)
+    delivery.index_in[positions] = np.arange(len(positions))
+    delivery.landed.append(
+        Landed(batch.topic.name, batch.partition, outcome.base_offset, timestamps)
+    )
 
 
 def delivery_columns(delivery: Delivery) -> RecordColumns:

@@ -332,7 +332,7 @@ class Producer:
             if delivery is None:
                 self._staged.put(None)
                 return
-            delivery.metadata = [None] * delivery.count  # type: ignore[list-item]
+            delivery.start_settling()
             prepared = None
             try:
                 prepared = self._prepare(delivery)
@@ -410,7 +410,7 @@ class Producer:
         explicit = explicit_partitions(delivery.partitions)
         now_ms = self.clock.now_ms()
         batches: list[PartitionBatch] = []
-        positions: list[list[int]] = []
+        positions: list[np.ndarray] = []
         for topic_name, rows in rows_by_topic(delivery.topics):
             try:
                 info = self.log.topic(topic_name)
@@ -429,7 +429,7 @@ class Producer:
             )
             for group, batch in table_batches(info, columns, partitions, now_ms, rows):
                 batches.append(batch)
-                positions.append(rows[group].tolist())
+                positions.append(rows[group])
         self.sticky.next_batch()
         return PreparedDelivery(self.appender.stage(batches), positions)
 
