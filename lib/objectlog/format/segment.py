@@ -19,7 +19,9 @@ timestamp timestamp[ms, UTC], timestampType int32, headers list<struct<key strin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +43,7 @@ SCHEMA = pa.schema(
         ("headers", HEADER_TYPE),
     ]
 )
+TIMESTAMP_TYPE = SCHEMA.field("timestamp").type
 COMPRESSIONS = ("none", "snappy", "zstd", "lz4", "gzip")
 
 
@@ -55,13 +58,8 @@ def slice_table(
 ) -> pa.Table:
     """Build a slice's table; the offset column holds positions 0..n-1."""
     count = len(keys)
-    topic_column = pa.DictionaryArray.from_arrays(
-        pa.array(np.zeros(count, dtype=np.int32)), pa.array([topic], type=pa.string())
-    )
     if headers is None:
-        header_column = (
-            pa.array([[]] * count, type=HEADER_TYPE) if count < 1024 else _empty_headers(count)
-        )
+        header_column = _empty_headers(HEADER_TYPE, count)
     elif isinstance(headers, pa.Array):
         header_column = headers
     else:
@@ -70,27 +68,64 @@ def slice_table(
         [
             keys if isinstance(keys, pa.Array) else pa.array(keys, type=pa.binary()),
             values if isinstance(values, pa.Array) else pa.array(values, type=pa.binary()),
-            topic_column,
-            pa.array(np.full(count, partition, dtype=np.int32)),
-            pa.array(np.arange(count, dtype=np.int64)),
+            _topic_column(topic, count),
+            _int32_column(partition, count),
+            _positions(0, count),
             _timestamp_array(timestamps),
-            pa.array(np.full(count, timestamp_type, dtype=np.int32)),
+            _int32_column(timestamp_type, count),
             header_column,
         ],
         schema=SCHEMA,
     )
 
 
-def _empty_headers(count: int) -> pa.Array:
+# A slice's constant columns depend only on their value and the slice's length: built once
+# for the lengths a writer keeps using (a producer's flushes are much alike), never for a huge
+# table (Arrow arrays are immutable, so tables share them safely).
+_CACHED_LENGTH = 1 << 16
+
+
+def _constant(build: Callable[..., pa.Array]) -> Callable[..., pa.Array]:
+    cached = functools.lru_cache(maxsize=64)(build)
+
+    def column(value: Any, count: int) -> pa.Array:
+        return cached(value, count) if count <= _CACHED_LENGTH else build(value, count)
+
+    return column
+
+
+@_constant
+def _topic_column(topic: str, count: int) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(count, dtype=np.int32)), pa.array([topic], type=pa.string())
+    )
+
+
+@_constant
+def _int32_column(value: int, count: int) -> pa.Array:
+    return pa.array(np.full(count, value, dtype=np.int32))
+
+
+@_constant
+def _positions(start: int, count: int) -> pa.Array:
+    return pa.array(np.arange(start, start + count, dtype=np.int64))
+
+
+@_constant
+def _empty_headers(header_type: pa.DataType, count: int) -> pa.Array:
     """count empty header lists, built from offsets (no Python list per row)."""
     offsets = pa.array(np.zeros(count + 1, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array([], type=HEADER_TYPE.value_type))
+    return pa.ListArray.from_arrays(offsets, pa.array([], type=header_type.value_type))
 
 
 def _timestamp_array(timestamps: Sequence[int] | pa.Array) -> pa.Array:
     if isinstance(timestamps, pa.Array):
-        return timestamps.cast(pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
-    return pa.array(timestamps, type=pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+        if timestamps.type == TIMESTAMP_TYPE:
+            return timestamps
+        if timestamps.type == pa.int64():
+            return timestamps.view(TIMESTAMP_TYPE)  # the same 8 bytes a value: no copy
+        return timestamps.cast(pa.int64()).cast(TIMESTAMP_TYPE)
+    return pa.array(timestamps, type=pa.int64()).view(TIMESTAMP_TYPE)
 
 
 def encode_parquet(

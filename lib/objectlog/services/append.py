@@ -256,8 +256,7 @@ class Appender:
             sink = pa.BufferOutputStream()
             write_parquet(sink, batch.table, self.compression)
             blob = sink.getvalue()
-            timestamps = batch.table.column("timestamp").cast(pa.int64())
-            bounds = pc.min_max(timestamps)
+            bounds = pc.min_max(batch.table.column("timestamp"))
             refs.append(
                 SegmentRef(
                     level=LEVEL_L0,
@@ -266,8 +265,8 @@ class Appender:
                     length=blob.size,
                     span=batch.records,
                     records=batch.records,
-                    min_timestamp=bounds["min"].as_py(),
-                    max_timestamp=bounds["max"].as_py(),
+                    min_timestamp=bounds["min"].value,
+                    max_timestamp=bounds["max"].value,
                 )
             )
             parts.append(blob)

@@ -179,26 +179,29 @@ def table_batches(
     if info.config.get(MESSAGE_TIMESTAMP_TYPE) == LOG_APPEND_TIME:
         given = None  # the log's time, whatever the records say
     order = np.argsort(partitions, kind="stable")
-    bounds = np.flatnonzero(np.diff(partitions[order])) + 1
+    placed = partitions[order]
+    starts = np.flatnonzero(np.diff(placed)) + 1
+    # One take per column for all partitions, then each partition's rows are a slice of it
+    # (no copy): a flush is grouped in as many Arrow calls whatever its partitions.
+    take = pa.array(order if rows is None else rows[order])
+    keys, values = columns.keys.take(take), columns.values.take(take)
+    headers = columns.headers.take(take) if columns.headers is not None else None
+    stamped = given.take(take) if given is not None else None
     batches: list[tuple[np.ndarray, PartitionBatch]] = []
-    for group in np.split(order, bounds):
-        if not len(group):
+    for begin, end in zip([0, *starts.tolist()], [*starts.tolist(), len(order)], strict=True):
+        if begin == end:
             continue
-        partition = int(partitions[group[0]])
-        take = pa.array(group if rows is None else rows[group])
-        timestamps = (
-            pa.array(np.full(len(group), now_ms, dtype=np.int64))
-            if given is None
-            else given.take(take)
-        )
+        count, partition = end - begin, int(placed[begin])
         table = slice_table(
             info.name,
             partition,
-            columns.keys.take(take),
-            columns.values.take(take),
-            timestamps,
+            keys.slice(begin, count),
+            values.slice(begin, count),
+            pa.array(np.full(count, now_ms, dtype=np.int64))
+            if stamped is None
+            else stamped.slice(begin, count),
             info.config.timestamp_type,
-            columns.headers.take(take) if columns.headers is not None else None,
+            headers.slice(begin, count) if headers is not None else None,
         )
-        batches.append((group, PartitionBatch(info, partition, table)))
+        batches.append((order[begin:end], PartitionBatch(info, partition, table)))
     return batches
