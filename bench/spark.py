@@ -240,7 +240,8 @@ class RangedGetReader(DataSourceReader):
         log = connect_log(self.config)
         slices = [s for task in partition.value for s in task.slices]
         with ThreadPoolExecutor(reading.READ_AHEAD) as pool:
-            got = pool.map(lambda s: len(log._read_many([(s.key, s.start, s.length)])[0]), slices)
+            read = log.range_reads.read_many
+            got = pool.map(lambda s: len(read([(s.key, s.start, s.length)])[0]), slices)
             yield (sum(got),)
 
 
@@ -404,13 +405,14 @@ def python_side(log: ObjectLog, options: dict[str, str], phases: Stopwatch) -> f
 
 def instrument(log: ObjectLog, phases: Stopwatch) -> Callable[[], None]:
     """Time the read path's phases in this process; returns the undo."""
-    originals = (log._read_many, reading._records, reading.to_spark_arrow)
-    log._read_many = phases.wrap(GETS, log._read_many)  # type: ignore[method-assign]
+    reads = log.range_reads
+    originals = (reads.read_many, reading._records, reading.to_spark_arrow)
+    reads.read_many = phases.wrap(GETS, reads.read_many)
     reading._records = phases.wrap(DECODE, reading._records)
     reading.to_spark_arrow = phases.wrap(CONVERT, reading.to_spark_arrow)
 
     def undo() -> None:
-        log._read_many, reading._records, reading.to_spark_arrow = originals  # type: ignore[method-assign]
+        reads.read_many, reading._records, reading.to_spark_arrow = originals
 
     return undo
 
@@ -526,7 +528,7 @@ def main() -> None:
                 results = alternate(args.rounds, sides)
 
             ranges = [(s.key, s.start, s.length) for t in tasks for s in t.slices]
-            read_many = log._read_many
+            read_many = log.range_reads.read_many
             phases = Stopwatch()
             undo = instrument(log, phases)
 

@@ -54,3 +54,26 @@ def test_an_error_that_is_not_objectlogs_is_raised() -> None:
             reads.read_many([("a", 0, 1), ("b", 0, 1)])
     finally:
         reads.close()
+
+
+@pytest.mark.parametrize("concurrent", [False, True])
+def test_a_local_store_or_a_single_range_is_read_on_the_callers_thread(concurrent: bool) -> None:
+    """The in-memory store's reads are lookups: no thread for them; nor for one range."""
+    threads: list[str] = []
+
+    def get_range(key: str, start: int, length: int) -> bytes:
+        threads.append(threading.current_thread().name)
+        if key == "gone":
+            raise ObjectNotFound(f"{key} is gone")
+        return key.encode()
+
+    reads = ConcurrentReads(get_range, concurrent=concurrent)
+    try:
+        ranges = [("a", 0, 1), ("gone", 0, 1)] if not concurrent else [("a", 0, 1)]
+        got = reads.read_many(ranges, lambda index, data: data.upper())
+    finally:
+        reads.close()
+    assert got[0] == b"A"
+    if not concurrent:
+        assert isinstance(got[1], ObjectNotFound)
+    assert threads == [threading.current_thread().name] * len(ranges)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from objectlog.adapters import aws
@@ -19,7 +19,7 @@ from objectlog.clients.topic_cache import TopicCache
 from objectlog.clients.values import Offsets
 from objectlog.clock import Clock, SystemClock, new_ulid
 from objectlog.config import Config
-from objectlog.errors import InvalidRequest, ObjectLogError, TopicNotFound
+from objectlog.errors import InvalidRequest, TopicNotFound
 from objectlog.format.segment import decode_parquet
 from objectlog.format.topics import (
     DEFAULTS,
@@ -85,7 +85,9 @@ class ObjectLog:
         )
         self.footers = Footers(self.store)
         self._topics = TopicCache(self._load_topic)
-        self._range_reader = ConcurrentReads(self.store.get_range)
+        self.range_reads = ConcurrentReads(
+            self.store.get_range, concurrent=isinstance(self.store, S3ObjectStore)
+        )
         self._recent_heads = RecentHeads(
             min(config.head_reuse_ms, config.delete_grace_ms // 2) / 1000
         )
@@ -118,9 +120,11 @@ class ObjectLog:
         self.metadata.ensure_table()
 
     def close(self) -> None:
+        """Stop the log's worker threads: read-ahead, index preloads, concurrent reads."""
         if self._reader is not None:
             self._reader.close()
-        self._range_reader.close()
+        self.index.close()
+        self.range_reads.close()
 
     def __enter__(self) -> ObjectLog:
         return self
@@ -260,30 +264,11 @@ class ObjectLog:
                 self.metadata,
                 self.index,
                 self.config.prefix,
-                self._read_many,
+                self.range_reads.read_many,
                 lambda topic: self.topic(topic).partitions,
                 self.footers,
             )
         return self._reader
-
-    def _read_many(
-        self,
-        ranges: Sequence[tuple[str, int, int]],
-        then: Callable[[int, bytes], Any] | None = None,
-    ) -> list[Any]:
-        """Each range's bytes (or then(index, bytes)), or the ObjectLogError reading it raised."""
-        if isinstance(self.store, S3ObjectStore) and len(ranges) > 1:  # S3: concurrently
-            return self._range_reader.read_many(ranges, then)
-        results = [self._read_one(*r) for r in ranges]
-        if then is None:
-            return results
-        return [r if isinstance(r, ObjectLogError) else then(i, r) for i, r in enumerate(results)]
-
-    def _read_one(self, key: str, start: int, length: int) -> Any:
-        try:
-            return self.store.get_range(key, start, length)
-        except ObjectLogError as e:
-            return e
 
     def fetch(
         self,

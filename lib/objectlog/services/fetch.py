@@ -121,7 +121,6 @@ class Reader:
 
     def close(self) -> None:
         self._read_ahead.close()
-        self.index.close()
 
     def head(self, topic: str, partition: int) -> PartitionHead:
         head = self.metadata.get_head(topic, partition)

@@ -26,19 +26,26 @@ READ_THREADS = 32  # GETs in flight at most: the S3 client's connection pool (ad
 
 
 class ConcurrentReads:
+    """``read_many`` for a fetch: concurrently where the store is remote (S3), one after
+    another where reading is a dictionary lookup (the in-memory store, unit tests) or there is
+    only one range."""
+
     def __init__(
-        self, get_range: Callable[[str, int, int], bytes], threads: int = READ_THREADS
+        self,
+        get_range: Callable[[str, int, int], bytes],
+        threads: int = READ_THREADS,
+        *,
+        concurrent: bool = True,
     ) -> None:
         self.get_range = get_range
         self.threads = threads
+        self.concurrent = concurrent
         self._pool: ThreadPoolExecutor | None = None
 
     def read_many(self, ranges: Sequence[Range], then: Then | None = None) -> list[Any]:
         """Each range's bytes, or then(index, bytes) if given, or the objectlog error reading
         it raised, in order. then runs on the reading thread; it should not raise (the fetch
         path's decode returns its errors)."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="objectlog-reads")
 
         def read(index: int) -> Any:
             try:
@@ -47,6 +54,10 @@ class ConcurrentReads:
                 return e
             return data if then is None else then(index, data)
 
+        if not self.concurrent or len(ranges) <= 1:
+            return [read(index) for index in range(len(ranges))]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="objectlog-reads")
         return list(self._pool.map(read, range(len(ranges))))
 
     def close(self) -> None:

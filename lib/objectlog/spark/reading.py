@@ -79,7 +79,7 @@ def _read_ahead(
             footer = None if piece.level == LEVEL_L0 else log.footers.get(piece.key)
         except ObjectLogError as e:  # ObjectNotFound: a swap replaced the file, resolve again
             return e
-        (data,) = log._read_many([(piece.key, piece.start, piece.length)])
+        (data,) = log.range_reads.read_many([(piece.key, piece.start, piece.length)])
         if isinstance(data, ObjectLogError):
             return data
         try:
