@@ -102,6 +102,7 @@ class Setup:
     poll_every_s: float | None  # None: poll(1.0) back to back, as a streaming loop does
     fetch_ahead: bool = True
     group: bool = False
+    fetch_max_wait_ms: int | None = None  # None: the consumer's default
 
     def describe(self, workload: Workload) -> str:
         n = workload.partitions
@@ -115,6 +116,8 @@ class Setup:
             read = f"consumer: poll(0) every {self.poll_every_s:g} s"
         if not self.fetch_ahead:
             read += ", fetch_ahead_bytes=0"
+        if self.fetch_max_wait_ms is not None:
+            read += f", fetch_max_wait_ms={self.fetch_max_wait_ms}"
         read += ", in a group (auto-commit 5 s)" if self.group else ", assign()"
         return f"{produce}; {read}"
 
@@ -122,6 +125,7 @@ class Setup:
 SETUPS = (
     Setup("separate", SEPARATE, None),
     Setup("batched", BATCHED, None),
+    Setup("batched-wait-1s", BATCHED, None, fetch_max_wait_ms=1000),
     Setup("batched-poll-1s", BATCHED, 1.0),
     Setup("batched-poll-1s-sync", BATCHED, 1.0, fetch_ahead=False),
     Setup("batched-poll-1s-group", BATCHED, 1.0, group=True),
@@ -237,6 +241,8 @@ def open_consumer(log: ObjectLog, setup: Setup, partitions: int) -> Consumer:
     }
     if not setup.fetch_ahead:
         options["fetch_ahead_bytes"] = 0
+    if setup.fetch_max_wait_ms is not None:
+        options["fetch_max_wait_ms"] = setup.fetch_max_wait_ms
     if setup.group:
         group = f"lowrate-{uuid.uuid4().hex[:8]}"
         return log.consumer(group=group, topics=[TOPIC], **options)

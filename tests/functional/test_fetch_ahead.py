@@ -228,3 +228,40 @@ def test_a_poll_waiting_at_the_tail_backs_off_instead_of_spinning(log: ObjectLog
     assert consumer.poll(timeout=0.5) == []
     assert 3 <= looks <= 15  # backoff from 10 to 100 ms: about 8 looks in 0.5 s
     consumer.close()
+
+
+@pytest.mark.parametrize("fetch_ahead_bytes", [None, 0])
+def test_fetch_max_wait_ms_bounds_how_often_a_caught_up_partition_is_fetched(
+    log: ObjectLog, fetches: FetchLog, fetch_ahead_bytes: int | None
+) -> None:
+    """A caught-up consumer in a poll(0.5) loop fetches its partition again at most every
+    fetch_max_wait_ms (the waits doubling from 10 ms), with and without fetch-ahead, so a
+    raised setting cuts head reads; a record that arrives is still returned within it."""
+
+    def tail_fetches(wait_ms: int) -> int:
+        consumer = log.consumer(
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=wait_ms,
+            fetch_ahead_bytes=fetch_ahead_bytes,
+        )
+        consumer.assign([(TOPIC, 1)])
+        assert consumer.poll(timeout=5)  # the records there: now caught up
+        before = len(fetches.calls)
+        deadline = time.monotonic() + 1.2
+        while time.monotonic() < deadline:
+            assert consumer.poll(timeout=0.5) == []
+        count = len(fetches.calls) - before
+        with log.producer() as producer:
+            producer.send(TOPIC, b"late", partition=1)
+        sent = time.monotonic()
+        assert [r.value for r in consumer.poll(timeout=5)] == [b"late"]
+        waited = time.monotonic() - sent
+        consumer.close()
+        assert waited < wait_ms / 1000 + 0.5, waited
+        return count
+
+    produce(log, flushes=1)
+    # Up to 1.7 s of polls: the fetch-ahead's look past the records, then retries after 10, 30,
+    # 70, 150, 310, 630 and 1,270 ms; with the default, every 100 ms after 150 ms (about 20).
+    assert 2 <= tail_fetches(1000) <= 8
+    assert tail_fetches(100) >= 12

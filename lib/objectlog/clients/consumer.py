@@ -38,6 +38,10 @@ from objectlog.stores.groups import TopicPartition
 AUTO_OFFSET_RESETS = ("earliest", "latest", "none")
 POLL_BACKOFF_START_S = 0.01
 POLL_BACKOFF_MAX_S = 0.1
+# How long a caught-up partition may go unfetched while the application polls (Kafka's
+# fetch.max.wait.ms; its default there is 500 ms, answered early by the broker when records
+# arrive; here the wait is the latency a record can add, so the default is short).
+DEFAULT_FETCH_MAX_WAIT_MS = 100
 CLAIM_RETRY_S = 0.1  # while an assigned partition waits for its previous owner to release it
 
 logger = logging.getLogger(__name__)
@@ -150,6 +154,7 @@ class Consumer:
         max_poll_records: int = 500,
         max_partition_fetch_bytes: int = 1 << 20,
         fetch_ahead_bytes: int | None = None,
+        fetch_max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS,
         on_assign: Rebalance | None = None,
         on_revoke: Rebalance | None = None,
         on_lost: Rebalance | None = None,
@@ -167,6 +172,7 @@ class Consumer:
             ("max_partition_fetch_bytes", max_partition_fetch_bytes),
             ("session_timeout_ms", session_timeout_ms),
             ("auto_commit_interval_ms", auto_commit_interval_ms),
+            ("fetch_max_wait_ms", fetch_max_wait_ms),
         ):
             if type(value) is not int or value <= 0:
                 raise InvalidRequest(f"{name} must be a positive integer", field=name)
@@ -187,6 +193,7 @@ class Consumer:
         self.client_id = client_id
         self.max_poll_records = max_poll_records
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self.fetch_max_wait_s = fetch_max_wait_ms / 1000
         self.on_assign, self.on_revoke, self.on_lost = on_assign, on_revoke, on_lost
         self._subscription: tuple[str, ...] | None = None
         self._membership: Membership | None = None
@@ -202,6 +209,7 @@ class Consumer:
             request_bytes=max_partition_fetch_bytes,
             limit_bytes=fetch_ahead_bytes,
             background=fetch_ahead_bytes > 0,
+            tail_wait_s=self.fetch_max_wait_s,
         )
         self._closed = False
         if topics is not None:
@@ -300,7 +308,7 @@ class Consumer:
             if self._membership is not None:  # not a busy loop: no heartbeat is due otherwise
                 wake = min(wake, self._next_heartbeat)
             self._ahead.wait(max(0.0, wake - now))
-            backoff = min(backoff * 2, POLL_BACKOFF_MAX_S)
+            backoff = min(backoff * 2, max(POLL_BACKOFF_MAX_S, self.fetch_max_wait_s))
 
     def _take(self, limit: int, max_bytes: int | None) -> list[FetchResult]:
         """Up to limit records (and max_bytes of keys and values) from what was fetched,

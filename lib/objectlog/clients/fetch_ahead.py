@@ -10,14 +10,15 @@ partition is in flight at a time.
 Who fetches what:
 - the poll's own thread (``fill``) fetches a partition the first time at a position, so a poll
   returns what is there without waiting for the background thread, and a partition at its
-  high watermark (its last fetch came back empty) again, at most every 10 to 100 ms, only
-  while the application polls: a consumer that stops polling stops issuing requests;
+  high watermark (its last fetch came back empty) again once its wait is over (10 ms, doubling
+  up to the consumer's ``fetch_max_wait_ms`` while it stays caught up), only while the
+  application polls: a consumer that stops polling stops issuing requests;
 - the background thread fetches ahead every other partition while its buffer holds less
   than ``limit_bytes`` (decoded Arrow bytes): at most that plus one fetch per partition.
 
 Without a background thread (``background=False``), ``fill`` fetches every partition whose
-buffer is empty: the synchronous consumer, as REST Proxy instances use it (one poll per
-request).
+buffer is empty, a caught-up one once its wait is over: the synchronous consumer, as REST
+Proxy instances use it (one poll per request).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from objectlog.groups import TopicPartition
 from objectlog.services.fetch import FetchRequest, FetchResult
 
 FetchMany = Callable[[Sequence[FetchRequest]], list[FetchResult]]
-TAIL_RETRY_S = (0.01, 0.1)  # a caught-up partition is fetched again this often while polled
+# A caught-up partition is fetched again this soon after an empty fetch, the wait doubling up
+# to the consumer's fetch_max_wait_ms (by default the second figure) while it stays caught up.
+TAIL_RETRY_S = (0.01, 0.1)
 
 
 @dataclass
@@ -47,7 +50,7 @@ class _Buffer:
     size: int = 0  # decoded bytes buffered
     caught_up: bool = False  # the last fetch was empty: fetch again only while polled
     retry_at: float = 0.0
-    backoff: float = TAIL_RETRY_S[0]
+    backoff: float = 0.0  # the wait after the next empty fetch (set when tracked)
     fetched: bool = False  # a fetch has landed since it was tracked at this position
     in_flight: bool = False
 
@@ -69,11 +72,13 @@ class FetchAhead:
         request_bytes: int,
         limit_bytes: int,
         background: bool,
+        tail_wait_s: float = TAIL_RETRY_S[1],
     ) -> None:
         self._fetch_many = fetch_many
         self._request_bytes = request_bytes
         self._limit_bytes = limit_bytes
         self._background = background
+        self._tail_waits = (min(TAIL_RETRY_S[0], tail_wait_s), tail_wait_s)
         self._buffers: dict[TopicPartition, _Buffer] = {}
         self._failure: FetchFailed | None = None
         self._changed = threading.Condition()
@@ -91,7 +96,9 @@ class FetchAhead:
             for tp, position in positions.items():
                 buffer = self._buffers.get(tp)
                 if buffer is None or buffer.position != position:
-                    self._buffers[tp] = _Buffer(position=position, next_offset=position)
+                    self._buffers[tp] = _Buffer(
+                        position=position, next_offset=position, backoff=self._tail_waits[0]
+                    )
             if self._background and positions and self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="objectlog-fetch-ahead", daemon=True
@@ -117,9 +124,11 @@ class FetchAhead:
         self.raise_failure()
 
     def _polls_fetch(self, buffer: _Buffer, now: float) -> bool:
-        if not self._background or not buffer.fetched:
+        if not buffer.fetched:
             return True
-        return buffer.caught_up and now >= buffer.retry_at
+        if buffer.caught_up:  # its last fetch was empty: again once its wait is over
+            return now >= buffer.retry_at
+        return not self._background
 
     def peek(self, tp: TopicPartition) -> FetchResult | None:
         """The first buffered result of a tracked partition (at its position), if any."""
@@ -218,11 +227,11 @@ class FetchAhead:
             for (tp, buffer), request, result in zip(due.items(), requests, results, strict=True):
                 buffer.in_flight = False
                 if self._buffers.get(tp) is buffer and buffer.next_offset == request.offset:
-                    _land(buffer, result)  # still tracked at that position
+                    _land(buffer, result, self._tail_waits)  # still tracked at that position
             self._changed.notify_all()
 
 
-def _land(buffer: _Buffer, result: FetchResult) -> None:
+def _land(buffer: _Buffer, result: FetchResult, tail_waits: tuple[float, float]) -> None:
     buffer.fetched = True
     moved = result.next_offset > buffer.next_offset
     if result.table.num_rows or moved:  # records, or a compaction gap skipped
@@ -232,9 +241,9 @@ def _land(buffer: _Buffer, result: FetchResult) -> None:
     buffer.caught_up = not result.table.num_rows and not moved
     if buffer.caught_up:
         buffer.retry_at = time.monotonic() + buffer.backoff
-        buffer.backoff = min(buffer.backoff * 2, TAIL_RETRY_S[1])
+        buffer.backoff = min(buffer.backoff * 2, tail_waits[1])
     else:
-        buffer.backoff = TAIL_RETRY_S[0]
+        buffer.backoff = tail_waits[0]
 
 
 def _rest(result: FetchResult, taken: int) -> FetchResult:
