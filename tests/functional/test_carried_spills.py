@@ -20,6 +20,7 @@ from objectlog.format.layout import INDEX_DIR, L0_DIR, location_key, parse_locat
 from objectlog.format.segment import slice_table
 from objectlog.services.append import PartitionBatch
 from objectlog.services.index import CARRY_AT_BYTES
+from objectlog.stores.metadata import KafkaSequence
 
 PARTITIONS = 4
 FLUSHES = 60
@@ -111,6 +112,65 @@ def test_a_carried_spill_that_lost_its_head_is_committed_without_it(log: ObjectL
     head = log.metadata.get_head("raced", 0)
     assert head is not None and head.manifest_list is not None and len(head.tail) == 3
     assert [v for _, v in read_all(log, "raced", 0)][-3:] == [b"a8", b"a9", b"a10"]
+
+
+def kafka_batch(log: ObjectLog, values: list[bytes], first: int) -> PartitionBatch:
+    """A Kafka idempotent producer's batch (epoch 0), as the agent builds it."""
+    info = log.topic("kafka")
+    table = slice_table("kafka", 0, [None] * len(values), values, [1] * len(values), 0)
+    return PartitionBatch(info, 0, table, kafka=KafkaSequence(0, first, first + len(values) - 1))
+
+
+@pytest.mark.emulators
+def test_a_kafka_producers_spills_ride_in_its_batches_and_its_window_holds(
+    log: ObjectLog,
+) -> None:
+    """The Kafka agent's commits (an idempotent producer's window in the head) carry spills as
+    the library's do: no index object of its own, a head under one write unit, every record
+    in place, and a resent batch still answered from the producer's window."""
+    log.create_topic("kafka", partitions=1)
+    puts = count_puts(log)
+    appender = log.new_appender()
+    for n in range(FLUSHES):
+        [done] = appender.append(
+            [kafka_batch(log, [b"k%d-%d" % (n, i) for i in range(2)], 2 * n)], "k7"
+        )
+        assert done.error is None and done.base_offset == 2 * n
+    assert appender.stats.spills == appender.stats.carried_spills >= FLUSHES // 8
+    assert puts == {L0_DIR.rstrip("/"): FLUSHES}
+    head = log.metadata.get_head("kafka", 0)
+    assert head is not None and head.manifest_list is not None
+    assert 0 < head.item_bytes < CARRY_AT_BYTES + 256
+    assert head.producers["k7"].window is not None  # the producer's window survived the spills
+    [again] = appender.append([kafka_batch(log, [b"k59-0", b"k59-1"], 2 * (FLUSHES - 1))], "k7")
+    assert (again.duplicate, again.base_offset) == (True, 2 * (FLUSHES - 1))
+    assert [v for _, v in read_all(log, "kafka", 0)] == [
+        b"k%d-%d" % (n, i) for n in range(FLUSHES) for i in range(2)
+    ]
+    appender.close()
+
+
+@pytest.mark.emulators
+def test_a_kafka_commit_whose_spill_raced_is_committed_without_it(log: ObjectLog) -> None:
+    log.create_topic("kafka", partitions=1)
+    ours, theirs = log.new_appender(), log.new_appender()
+    for n in range(8):  # ours learns a head close to spilling
+        [done] = ours.append([kafka_batch(log, [b"a%d" % n], n)], "k7")
+        assert done.error is None
+    staged = ours.stage([kafka_batch(log, [b"a8"], 8)])
+    assert staged.carried
+    [between] = theirs.append([batch(log, "kafka", [b"b0"])], None)
+    assert between.error is None and between.base_offset == 8
+    [outcome] = ours.commit_staged(staged, "k7")
+    assert (outcome.error, outcome.base_offset) == (None, 9)
+    assert (ours.stats.carried_spills, ours.stats.carried_spills_raced) == (0, 1)
+    head = log.metadata.get_head("kafka", 0)
+    assert head is not None and head.manifest_list is None and len(head.tail) == 10
+    window = head.producers["k7"].window
+    assert window is not None and window.batches == 9
+    assert [v for _, v in read_all(log, "kafka", 0)][-2:] == [b"b0", b"a8"]
+    ours.close()
+    theirs.close()
 
 
 @pytest.fixture

@@ -295,8 +295,6 @@ class Appender:
         to needing one (a spill that fails to plan is left to a later flush)."""
         plans: dict[int, SpillPlan] = {}
         for i, outcome in enumerate(outcomes):
-            if outcome.batch.kafka is not None:  # a Kafka producer's commit carries none
-                continue
             head = self._known_head(outcome.batch)
             if head is None or not self.index.should_carry_spill(head):
                 continue

@@ -31,12 +31,12 @@ from objectlog.errors import (
 )
 from objectlog.format.index import SegmentRef
 from objectlog.format.topics import Topic, TopicConfig
+from objectlog.stores.carried_spill import CARRIED_SPILL_CONDITION, carried_spill_clauses
 from objectlog.stores.kafka_window import KafkaCommits, parse_windows
 from objectlog.stores.metadata import (
     ACTIVE,
     CREATING,
     DELETING,
-    CarriedSpill,
     Commit,
     CommitResult,
     PartitionHead,
@@ -297,8 +297,8 @@ class DynamoMetadata(KafkaCommits):
         sets = ["tail = list_append(tail, :refs)"]
         removes: list[str] = []
         if commit.spill is not None:
-            condition += " AND ie = :ie AND size(tail) = :tn"
-            sets, removes = _carried_spill(commit.spill, names, values)
+            condition += CARRIED_SPILL_CONDITION
+            sets, removes = carried_spill_clauses(commit.spill, names, values)
         pid = commit.producer_id
         if pid is not None:
             names.update({"#ks": f"{pid}s", "#kb": f"{pid}b", "#kt": f"{pid}t"})
@@ -419,29 +419,3 @@ class DynamoMetadata(KafkaCommits):
             repeatable=True,
             what="UpdateItem head (gc horizon)",
         )
-
-
-def _carried_spill(
-    spill: CarriedSpill, names: dict[str, str], values: dict[str, Any]
-) -> tuple[list[str], list[str]]:
-    """A commit's SET and REMOVE clauses when it carries a spill: the tail replaced by the
-    refs the spill keeps plus the commit's (its condition pins the tail it replaces), the
-    tail base moved past the spilled refs, the new manifest list, the next index epoch, and
-    expired producers' state removed."""
-    values.update(
-        {
-            ":tail": [ref.encode() for ref in spill.tail] + values.pop(":refs"),
-            ":ie": spill.index_epoch,
-            ":one": 1,
-            ":tn": spill.tail_length,
-            ":moved": spill.span_removed,
-            ":ml": spill.manifest_list,
-        }
-    )
-    sets = ["tail = :tail", "tb = tb + :moved", "ml = :ml", "ie = ie + :one"]
-    removes = []
-    for i, pid in enumerate(spill.expired_producers):
-        for suffix in "sbtw":  # w: a Kafka producer's window
-            names[f"#x{i}{suffix}"] = f"{pid}{suffix}"
-            removes.append(f"ps.#x{i}{suffix}")
-    return sets, removes

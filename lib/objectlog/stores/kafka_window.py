@@ -16,6 +16,7 @@ from typing import Any
 
 from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.errors import StorageUnavailable, TopicNotFound
+from objectlog.stores.carried_spill import CARRIED_SPILL_CONDITION, carried_spill_clauses
 from objectlog.stores.metadata import (
     APPLY,
     INIT,
@@ -25,6 +26,7 @@ from objectlog.stores.metadata import (
     KafkaWindow,
     PartitionHead,
     ProducerState,
+    check_carried_spill,
     explain_failed_commit,
     kafka_verdict,
 )
@@ -149,6 +151,7 @@ class KafkaCommits:
         verdict = kafka_verdict(commit, head)
         if isinstance(verdict, CommitResult):
             return verdict
+        check_carried_spill(commit, head)  # before a window is started for it
         if verdict == INIT:
             return self._start_kafka_window(commit)
         state = head.producers[commit.producer_id or ""]
@@ -173,24 +176,33 @@ class KafkaCommits:
         return 0
 
     def _kafka_append(self, commit: Commit, batches: int) -> Any:
+        """The ref appended (the base copied from the old ``next`` first), the window's slot
+        written, ``next`` moved; and the spill the commit carries, if any, in the same write."""
         assert commit.producer_id is not None
         ref = commit.ref
-        sets, condition, values = append_expression(commit, batches)
+        window_sets, window_condition, window_values = append_expression(commit, batches)
+        names = {"#next": "next", "#kw": window_attribute(commit.producer_id)}
+        values = {
+            **window_values,
+            ":span": ref.span,
+            ":refs": [ref.encode()],
+            ":tid": commit.topic_id,
+            ":ots": commit.object_time_ms,
+        }
+        condition = f"tid = :tid AND gch < :ots AND {window_condition}"
+        appends: list[str] = ["tail = list_append(tail, :refs)"]
+        removes: list[str] = []
+        if commit.spill is not None:
+            condition += CARRIED_SPILL_CONDITION
+            appends, removes = carried_spill_clauses(commit.spill, names, values)
+        sets = [*appends, *window_sets, "#next = #next + :span"]
+        remove = f" REMOVE {', '.join(removes)}" if removes else ""
         return self.table.update(
             self._head_key(commit),
-            f"SET tail = list_append(tail, :refs), {', '.join(sets)}, #next = #next + :span",
-            condition=f"tid = :tid AND gch < :ots AND {condition}",
-            names={
-                "#next": "next",
-                "#kw": window_attribute(commit.producer_id),
-            },
-            values={
-                **values,
-                ":span": ref.span,
-                ":refs": [ref.encode()],
-                ":tid": commit.topic_id,
-                ":ots": commit.object_time_ms,
-            },
+            f"SET {', '.join(sets)}{remove}",
+            condition=condition,
+            names=names,
+            values=values,
             returns="ALL_NEW",
             repeatable=False,
             what="UpdateItem head (commit)",

@@ -242,10 +242,7 @@ def explain_failed_commit(commit: Commit, head: PartitionHead | None) -> CommitR
         raise HorizonPassed(
             f"object written at {commit.object_time_ms} is behind the GC horizon {head.gc_horizon}"
         )
-    if commit.spill is not None and not spill_applies(commit.spill, head):
-        raise SpillRaced(
-            f"{commit.topic}/{commit.partition} changed since the carried spill was planned"
-        )
+    check_carried_spill(commit, head)
     if commit.producer_id is not None:
         last = state.sequence if state else None
         raise OutOfOrderSequence(
@@ -292,17 +289,33 @@ def apply_commit(commit: Commit, head: PartitionHead) -> PartitionHead:
         tail=(*head.tail, commit.ref),
         producers=producers,
     )
+    return with_carried_spill(commit, head, new)
+
+
+def with_carried_spill(commit: Commit, old: PartitionHead, new: PartitionHead) -> PartitionHead:
+    """new (old with the commit's ref appended) after the spill the commit carries, if any:
+    the spilled refs gone from the tail, the new manifest list, the next index epoch, and the
+    expired producers' state dropped."""
     spill = commit.spill
     if spill is None:
         return new
     return replace(
         new,
         tail=(*spill.tail, commit.ref),
-        tail_base=head.tail_base + spill.span_removed,
+        tail_base=old.tail_base + spill.span_removed,
         manifest_list=spill.manifest_list,
-        index_epoch=head.index_epoch + 1,
-        producers={p: s for p, s in producers.items() if p not in spill.expired_producers},
+        index_epoch=old.index_epoch + 1,
+        producers={p: s for p, s in new.producers.items() if p not in spill.expired_producers},
     )
+
+
+def check_carried_spill(commit: Commit, head: PartitionHead) -> None:
+    """SpillRaced if the commit carries a spill planned on another head (the writer commits
+    again without it)."""
+    if commit.spill is not None and not spill_applies(commit.spill, head):
+        raise SpillRaced(
+            f"{commit.topic}/{commit.partition} changed since the carried spill was planned"
+        )
 
 
 # ---- Kafka producers: sequences per record, a window of five batches ----------------------
@@ -359,6 +372,7 @@ def kafka_commit(
     verdict = kafka_verdict(commit, head)
     if isinstance(verdict, CommitResult):
         return verdict, None
+    check_carried_spill(commit, head)
     state = head.producers.get(commit.producer_id)
     window = state.window if verdict == APPLY and state is not None else None
     window = window or KafkaWindow(sequence.epoch, 0, ())
@@ -376,4 +390,5 @@ def kafka_commit(
         tail=(*head.tail, commit.ref),
         producers=producers,
     )
+    new = with_carried_spill(commit, head, new)
     return CommitResult(head.next_offset, new), new
