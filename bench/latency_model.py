@@ -33,8 +33,9 @@ in a loop. A fetch is one BatchGetItem of the heads (a head read within ``head_r
 reused only below its high watermark, so never at the tail), then concurrent ranged GETs
 (slices side by side in one object share one GET), then decoding. The poll thread fetches a
 caught-up partition again when its retry time has come (10 ms after data, doubling to 100 ms:
-fetch_ahead.TAIL_RETRY_S) at its own wake-ups (10 ms doubling to 100 ms within a poll:
-consumer.POLL_BACKOFF_*, and whenever a background fetch lands); the background thread fetches
+the consumer's fetch_max_wait_ms and fetch_ahead.TAIL_RETRY_FIRST) at its own wake-ups (10 ms
+doubling to 100 ms within a poll: consumer.POLL_BACKOFF_*, and whenever a background fetch
+lands); the background thread fetches
 a partition again as soon as its last fetch returned records. End-to-end latency ends when
 poll() returns the record.
 """
@@ -54,7 +55,7 @@ from rich.table import Table
 
 from bench.report import Report, console
 from objectlog.clients.consumer import POLL_BACKOFF_MAX_S, POLL_BACKOFF_START_S, Consumer
-from objectlog.clients.fetch_ahead import TAIL_RETRY_S
+from objectlog.clients.fetch_ahead import TAIL_RETRY_FIRST
 from objectlog.clients.producer import RECORD_OVERHEAD, Producer
 from objectlog.clients.topic_cache import TOPIC_CACHE_TTL_S
 from objectlog.config import Config
@@ -71,7 +72,8 @@ HEAD_REUSE_MS: float = Config.head_reuse_ms
 TOPIC_CACHE_TTL_MS = TOPIC_CACHE_TTL_S * 1000
 POLL_TIMEOUT_MS = 1000.0  # poll()'s default timeout, the application's loop
 POLL_WAKE_MS = (POLL_BACKOFF_START_S * 1000, POLL_BACKOFF_MAX_S * 1000)
-TAIL_RETRY_MS = (TAIL_RETRY_S[0] * 1000, TAIL_RETRY_S[1] * 1000)
+FETCH_MAX_WAIT_MS: float = _CONSUMER["fetch_max_wait_ms"].default
+TAIL_RETRY_MS = (FETCH_MAX_WAIT_MS * TAIL_RETRY_FIRST, FETCH_MAX_WAIT_MS)
 # The workload of bench.run's produce benchmark (its constants, repeated here: importing
 # bench.run would bring its endpoint and Kafka machinery): 1 KiB records (16 B key + 1008 B
 # value) sent round-robin to 4 partitions. A flush holds at most RECORDS_PER_BATCH of them

@@ -10,9 +10,9 @@ partition is in flight at a time.
 Who fetches what:
 - the poll's own thread (``fill``) fetches a partition the first time at a position, so a poll
   returns what is there without waiting for the background thread, and a partition at its
-  high watermark (its last fetch came back empty) again once its wait is over (10 ms, doubling
-  up to the consumer's ``fetch_max_wait_ms`` while it stays caught up), only while the
-  application polls: a consumer that stops polling stops issuing requests;
+  high watermark (its last fetch came back empty) again once its wait is over (a tenth of the
+  consumer's ``fetch_max_wait_ms``, doubling up to it while it stays caught up), only while
+  the application polls: a consumer that stops polling stops issuing requests;
 - the background thread fetches ahead every other partition while its buffer holds less
   than ``limit_bytes`` (decoded Arrow bytes): at most that plus one fetch per partition.
 
@@ -37,9 +37,10 @@ from objectlog.groups import TopicPartition
 from objectlog.services.fetch import FetchRequest, FetchResult
 
 FetchMany = Callable[[Sequence[FetchRequest]], list[FetchResult]]
-# A caught-up partition is fetched again this soon after an empty fetch, the wait doubling up
-# to the consumer's fetch_max_wait_ms (by default the second figure) while it stays caught up.
-TAIL_RETRY_S = (0.01, 0.1)
+# A caught-up partition is fetched again a tenth of the consumer's fetch_max_wait_ms after an
+# empty fetch, the wait doubling up to fetch_max_wait_ms while it stays caught up (by default
+# from 10 to 100 ms).
+TAIL_RETRY_FIRST = 0.1  # the first wait, as a share of the longest
 
 
 @dataclass
@@ -72,13 +73,13 @@ class FetchAhead:
         request_bytes: int,
         limit_bytes: int,
         background: bool,
-        tail_wait_s: float = TAIL_RETRY_S[1],
+        tail_wait_s: float,
     ) -> None:
         self._fetch_many = fetch_many
         self._request_bytes = request_bytes
         self._limit_bytes = limit_bytes
         self._background = background
-        self._tail_waits = (min(TAIL_RETRY_S[0], tail_wait_s), tail_wait_s)
+        self._tail_waits = (tail_wait_s * TAIL_RETRY_FIRST, tail_wait_s)
         self._buffers: dict[TopicPartition, _Buffer] = {}
         self._failure: FetchFailed | None = None
         self._changed = threading.Condition()
