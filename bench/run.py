@@ -716,7 +716,7 @@ def request_costs(bench: Bench, rounds: int, calls: int) -> None:
         ),
         "UpdateItem, objectlog's commit": (
             commit,
-            "list_append ref, 3 producer-state paths, next, 2 counters; 3-clause condition; "
+            "list_append ref, 3 producer-state paths, next; 3-clause condition; "
             "ALL_NEW (carrying no spill; a spill on its own every 15 commits: its own row)",
         ),
         "GetObject, one slice": (
