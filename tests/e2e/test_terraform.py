@@ -32,6 +32,7 @@ from objectlog.format.tables import table_name
 from objectlog.groups import TopicPartition
 from objectlog.http.routes import ROUTES
 from objectlog.services.append import PartitionBatch
+from objectlog.services.index import TAIL_MAX
 from objectlog.stores.metadata import Commit
 from objectlog.tools import packaging
 from objectlog.tools.deploy import DeployError
@@ -541,10 +542,22 @@ def run_agent_as_its_task(
     Users(log.items.documents).add(AGENT_USER["sasl.username"], AGENT_USER["sasl.password"])
     config = AgentConfig(port=0, sasl="--sasl" in container["command"])
     try:
+
+        def prefill() -> None:
+            """Refs committed without carrying, unrecorded (as a Spark sink's driver commits):
+            the agent's first commit there spills on its own (s3:PutObject on index/), and the
+            compaction after it reads that list (the compactor's s3:GetObject on index/).
+            The agent's later commits carry their spills in their L0 objects."""
+            with deployment.recorder.paused(), ObjectLog(Config.from_env(environment)) as direct:
+                now_ms = int(time.time() * 1000)  # within the topic's retention
+                commit_without_carrying(direct, AGENT_TOPIC, PREFILLED, now_ms)
+
         with deployment.recorder.recording(AGENT):
             agent = AgentThread(log, config).start()
             try:
-                kafka_session(agent.address, lambda: compact_unrecorded(deployment, outputs))
+                kafka_session(
+                    agent.address, prefill, lambda: compact_unrecorded(deployment, outputs)
+                )
             finally:
                 agent.stop()
     finally:
@@ -561,10 +574,12 @@ def compact_unrecorded(deployment: Deployment, outputs: dict[str, Any]) -> None:
         deployment.run_schedule(outputs["compact_rule"])
 
 
-def kafka_session(bootstrap: str, compact: Callable[[], object]) -> None:
-    """What a deployment's Kafka clients do: create a topic, produce idempotently past a tail
-    spill, read it back through a group (from L1 after a compaction, and from L0), commit,
-    delete the group and the topic."""
+def kafka_session(
+    bootstrap: str, prefill: Callable[[], object], compact: Callable[[], object]
+) -> None:
+    """What a deployment's Kafka clients do: create a topic, produce idempotently past a spill
+    on its own and carried spills, read it back through a group (from L1 after a compaction,
+    and from L0), commit, delete the group and the topic."""
     import confluent_kafka
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -585,34 +600,42 @@ def kafka_session(bootstrap: str, compact: Callable[[], object]) -> None:
             producer.produce(AGENT_TOPIC, f"v{i}".encode(), key=f"k{i % 3}".encode())
             assert producer.flush(30) == 0
 
-    produce(range(20))  # the tail spills once (it holds at most 16 refs)
+    prefill()  # a tail of PREFILLED refs
+    produce(range(1))  # the tail spills on its own (it holds at most 16 refs)
     compact()
-    produce(range(20, 23))
+    produce(range(1, 23))  # past carried spills
     consumer = confluent_kafka.Consumer(
         {**options, "group.id": "billing", "auto.offset.reset": "earliest"}
     )
     consumer.subscribe([AGENT_TOPIC])
     values: list[bytes | None] = []
     deadline = time.monotonic() + 60
-    while len(values) < 23 and time.monotonic() < deadline:
+    while len(values) < PREFILLED + 23 and time.monotonic() < deadline:
         message = consumer.poll(1)
         if message is not None and message.error() is None:
             values.append(message.value())
-    assert values == [f"v{i}".encode() for i in range(23)]
+    prefilled = [b"direct-%d" % n for n in range(PREFILLED)]
+    assert values == prefilled + [f"v{i}".encode() for i in range(23)]
     consumer.commit(asynchronous=False)
     consumer.close()
     admin.delete_consumer_groups(["billing"])["billing"].result(timeout=30)
     admin.delete_topics([AGENT_TOPIC])[AGENT_TOPIC].result(timeout=30)
 
 
-def commit_without_carrying(direct: ObjectLog, topic: str, commits: int) -> None:
+PREFILLED = TAIL_MAX + 1  # refs in the agent's topic before its first commit
+
+
+def commit_without_carrying(
+    direct: ObjectLog, topic: str, commits: int, timestamp_ms: int | None = None
+) -> None:
     """Commits of L0 objects that carry no spill, as the Spark sink's driver makes them,
     leaving a head past 16 refs: the produce function's next commit there spills it on its
     own (s3:PutObject on index/)."""
     info = direct.topic(topic)
     appender = direct.new_appender()
     for n in range(commits):
-        table = slice_table(topic, 0, [b"acct%d" % (n % 3)], [b"direct-%d" % n], [n], 0)
+        stamp = n if timestamp_ms is None else timestamp_ms  # n: long past any retention
+        table = slice_table(topic, 0, [b"acct%d" % (n % 3)], [b"direct-%d" % n], [stamp], 0)
         object_id, (ref,) = appender.upload([PartitionBatch(info, 0, table)])
         direct.metadata.commit(
             Commit(
