@@ -114,12 +114,24 @@ class Producer:
         compression: str = "none",
         buffer_memory: int = 64 << 20,
         max_block_ms: int = 60_000,
+        delivery_timeout_ms: int = 120_000,
         clock: Clock | None = None,
     ) -> None:
         """``clock`` stamps records sent without a timestamp (and every record of a
-        LogAppendTime topic): by default the log's (ObjectLog.clock), else the system's."""
+        LogAppendTime topic): by default the log's (ObjectLog.clock), else the system's.
+
+        ``delivery_timeout_ms`` (Kafka's ``delivery.timeout.ms``): a flush whose first record
+        was sent this long ago when the sender takes it fails all its records with
+        StorageUnavailable, unwritten, instead of waiting its turn behind flushes that a slow
+        or unavailable store holds up. A flush already being written finishes its own bounded
+        attempts (its records may have landed: they are not failed early)."""
         if batch_bytes <= 0 or linger_ms < 0:
             raise InvalidRequest("batch_bytes must be positive and linger_ms not negative")
+        if type(delivery_timeout_ms) is not int or delivery_timeout_ms < max(linger_ms, 1):
+            raise InvalidRequest(
+                "delivery_timeout_ms must be an integer of at least linger_ms (and 1)",
+                field="delivery_timeout_ms",
+            )
         self.log = log
         self.clock: Clock = clock or getattr(log, "clock", None) or SystemClock()
         self._now_ms = self.clock.now_ms  # bound once: send() calls it per record
@@ -127,6 +139,7 @@ class Producer:
         self.batch_bytes = batch_bytes
         self.buffer_memory = max(buffer_memory, batch_bytes)
         self.max_block_s = max_block_ms / 1000
+        self.delivery_timeout_s = delivery_timeout_ms / 1000
         self.producer_id = new_producer_id() if enable_idempotence else None
         self.appender = log.new_appender(compression=compression)
         self.sticky = StickyPartitioner()
@@ -326,10 +339,11 @@ class Producer:
                 return
             delivery.start_settling()
             prepared = None
-            try:
-                prepared = self._prepare(delivery)
-            except Exception as e:  # never let the sender die silently
-                self._fail(delivery, e)
+            if not self._expired(delivery):  # an expired one is settled in order, unwritten
+                try:
+                    prepared = self._prepare(delivery)
+                except Exception as e:  # never let the sender die silently
+                    self._fail(delivery, e)
             self._staged.put((delivery, prepared))  # waits while the committer is busy
 
     def _commit_loop(self) -> None:
@@ -345,6 +359,18 @@ class Producer:
                 self._fail(delivery, e)
             finally:
                 self._settle_delivery(delivery)
+
+    def _expired(self, delivery: Delivery) -> bool:
+        """Whether the delivery waited past delivery_timeout_ms; if so its records fail."""
+        waited = time.monotonic() - delivery.first_at
+        if waited < self.delivery_timeout_s:
+            return False
+        error = StorageUnavailable(
+            f"{delivery.count} record(s) expired unwritten: {waited * 1000:.0f} ms passed since "
+            f"the first was sent, past delivery_timeout_ms ({self.delivery_timeout_s * 1000:.0f})"
+        )
+        delivery.errors.update(dict.fromkeys(range(delivery.count), error))
+        return True
 
     @staticmethod
     def _fail(delivery: Delivery, e: Exception) -> None:
