@@ -261,8 +261,8 @@ def test_fetch_max_wait_ms_bounds_how_often_a_caught_up_partition_is_fetched(
         return count
 
     produce(log, flushes=1)
-    # Up to 1.7 s of polls: the fetch-ahead's look past the records, then retries after 100,
+    # 1.2 to 1.7 s of polls: the fetch-ahead's look past the records, then retries after 100,
     # 300, 700 and 1,500 ms (waits from a tenth of the setting, doubling); with the default,
-    # after 10, 30, 70 and 150 ms, then every 100 ms (about 20).
+    # after 10, 30, 70 and 150 ms, then every 100 ms (14 to 20; 11 seen on a loaded CI worker).
     assert 2 <= tail_fetches(1000) <= 6
-    assert tail_fetches(100) >= 12
+    assert tail_fetches(100) >= 8
