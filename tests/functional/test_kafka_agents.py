@@ -16,8 +16,8 @@ import pytest
 
 from objectlog import ObjectLog
 from objectlog.groups import TopicPartition
-from objectlog.kafka.classic import DOCUMENT_KIND, ClassicGroup
 from objectlog.kafka.server import AgentConfig, AgentThread
+from tests.kafka_group_state import group_state
 
 TOPIC = "shared"
 PARTITIONS = 4
@@ -78,20 +78,6 @@ def topic(log: ObjectLog) -> None:
 
 def agent(log: ObjectLog, **options: Any) -> AgentThread:
     return AgentThread(log, AgentConfig(port=0, **options)).start()
-
-
-def group_state(log: ObjectLog, group_id: str) -> str:
-    """The classic group as the agents keep it: generation, phase, leader, and each member's
-    joined and synced generations and whether it has an assignment (for a failure message)."""
-    body, _ = log.items.documents.read(DOCUMENT_KIND, group_id)
-    group = ClassicGroup.from_json(body)
-    members = "; ".join(
-        f"...{m.member_id[-8:]} joined {m.joined} synced {m.synced} "
-        f"assignment {'set' if m.assignment else 'none'}"
-        for m in group.members.values()
-    )
-    leader = (group.leader or "none")[-8:]
-    return f"generation {group.generation} {group.phase}, leader ...{leader}: {members}"
 
 
 def test_a_group_whose_members_use_different_agents_shares_partitions_and_commits(
