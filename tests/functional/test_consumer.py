@@ -302,6 +302,53 @@ def test_a_release_whose_answer_was_lost_does_not_keep_a_stale_position(
     first.close()
 
 
+def test_a_member_paused_after_reading_the_group_does_not_resume_from_its_old_positions(
+    clocked_log: ObjectLog, clock: ManualClock
+) -> None:
+    """Found by objectlog verify (committed backwards, 54 after 159): a member paused in its
+    heartbeat, after reading the group and before claiming. Its session lapsed meanwhile and
+    a new member took its partitions over, read on and committed. Resumed, its stale view
+    (itself a member, the newcomer not) let it claim them back, and it kept its old positions:
+    its next commit moved the group's offsets back."""
+    produce(clocked_log, per_partition=4)
+    options: dict[str, Any] = {"group": "g", "topics": [TOPIC], "auto_offset_reset": "earliest"}
+    options.update(heartbeat_interval_ms=50, session_timeout_ms=SESSION_MS, max_poll_records=100)
+    first = clocked_log.consumer(enable_auto_commit=False, **{**options, "max_poll_records": 1})
+    assert len(drain(first, 24)) == 24
+    first.commit()
+    store = clocked_log.groups.store
+    real_read = store.read
+    newcomer: list[Consumer] = []
+
+    def paused_before_claiming(group: str, members: Any, partitions: Any) -> Any:
+        partitions = list(partitions)
+        if partitions and not newcomer and threading.current_thread() is main:
+            clock.advance(SESSION_MS + 1)  # the first's session lapses while it is paused
+            second = clocked_log.consumer(enable_auto_commit=False, **options)
+            newcomer.append(second)
+            produce(clocked_log, per_partition=3, start=4)
+            assert len(drain(second, 18)) == 18  # it takes every partition over, reads on
+            second.commit()
+        return real_read(group, members, partitions)
+
+    main = threading.current_thread()
+    store.read = paused_before_claiming  # type: ignore[method-assign]
+    time.sleep(0.06)
+    try:  # it heartbeats: reads the group, pauses, claims everything back
+        reread = first.poll(timeout=0)
+    finally:
+        store.read = real_read  # type: ignore[method-assign]
+    assert len(first.assignment()) == 6  # claimed back from the newcomer
+    assert reread == []  # it reads on from the newcomer's commits, not from 4
+    assert {first.position(tp) for tp in first.assignment()} == {7}  # the newcomer's commits
+    first.commit()
+    partitions = [TopicPartition(TOPIC, p) for p in range(6)]
+    committed = clocked_log.groups.committed("g", partitions)
+    assert {value.offset for value in committed.values() if value} == {7}
+    first.close()
+    newcomer[0].close()
+
+
 def test_max_bytes_bounds_a_poll_to_at_least_one_record(clocked_log: ObjectLog) -> None:
     produce(clocked_log, per_partition=5, partitions=1)  # values "0:0".."0:4", 3 bytes each
     consumer = clocked_log.consumer(auto_offset_reset="earliest")

@@ -72,20 +72,21 @@ def test_three_members_share_six_partitions_evenly(groups: GroupCoordinator) -> 
 @pytest.mark.emulators
 def test_a_partition_moves_only_after_its_owner_releases_it(groups: GroupCoordinator) -> None:
     first = groups.join("g", [TOPIC], strategies=["sticky"])
-    assert set(first.owned) == tps(*range(6))
+    assert set(first.owned) == set(first.claimed) == tps(*range(6))
     second = groups.join("g", [TOPIC], strategies=["sticky"])
     assert len(second.assigned) == 3
-    assert second.owned == ()  # the first member still holds them
+    assert second.owned == second.claimed == ()  # the first member still holds them
     with pytest.raises(CommitFailed, match="now owned by"):
         groups.commit("g", {second.assigned[0]: 0}, member_id=second.member_id, generation=2)
 
     view = groups.heartbeat("g", first.member_id, owned=first.owned)
+    assert view.claimed == ()  # held since the join, not claimed again
     moving = set(first.owned) - set(view.assigned)
     assert moving == set(second.assigned)
     groups.commit("g", {tp: 0 for tp in moving}, member_id=first.member_id, generation=1)
     groups.heartbeat("g", first.member_id, owned=view.assigned, release={tp: None for tp in moving})
     second = groups.heartbeat("g", second.member_id)
-    assert set(second.owned) == moving
+    assert set(second.owned) == set(second.claimed) == moving
     with pytest.raises(CommitFailed):  # the first member no longer owns them
         groups.commit("g", {tp: 0 for tp in moving}, member_id=first.member_id, generation=2)
 

@@ -46,7 +46,7 @@ def test_group_protocol_over_http(remote: HttpObjectLog, log: ObjectLog) -> None
         release={tp: (3, "handed over") for tp in moving},
     )
     second = groups.heartbeat("g", second.member_id)
-    assert set(second.owned) == moving
+    assert set(second.owned) == set(second.claimed) == moving
     assert groups.committed("g", moving) == {tp: (3, "handed over") for tp in moving}
 
     with pytest.raises(CommitFailed, match="now owned by"):  # the zombie's commit

@@ -515,6 +515,7 @@ class Consumer:
     def _apply(self, membership: Membership) -> None:
         """Settle a new view: revoke what moved away, drop what was lost, take what came."""
         assert self.group is not None
+        claimed = set(membership.claimed)
         revoked = (self._owned | set(membership.owned)) - set(membership.assigned)
         if revoked:
             if self.on_revoke is not None:
@@ -538,7 +539,10 @@ class Consumer:
                 # must not leave the old positions here for when the partitions come back.
                 # A release that did not apply shows them as still ours on the next heartbeat.
                 self._drop(revoked)
-        self._lose(self._owned - set(membership.owned))
+            claimed |= set(membership.claimed)
+        # Claimed now but held before: taken over while this member was paused and claimed
+        # back from a stale view; the position kept here is older than the commits made since.
+        self._lose((self._owned - set(membership.owned)) | (self._owned & claimed))
         added = set(membership.owned) - self._owned
         self._owned |= added
         self._membership = membership

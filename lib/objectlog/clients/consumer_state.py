@@ -78,6 +78,7 @@ def _membership_json(membership: Membership) -> dict[str, Any]:
         "members": list(membership.members),
         "assigned": _partitions_json(membership.assigned),
         "owned": _partitions_json(membership.owned),
+        "claimed": _partitions_json(membership.claimed),
     }
 
 
@@ -90,4 +91,5 @@ def _membership_from(data: dict[str, Any]) -> Membership:
         members=tuple(data["members"]),
         assigned=tuple(_partitions_from(data["assigned"])),
         owned=tuple(_partitions_from(data["owned"])),
+        claimed=tuple(_partitions_from(data.get("claimed", []))),  # kept before it existed
     )

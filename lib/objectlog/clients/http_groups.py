@@ -212,4 +212,5 @@ def _membership(body: Mapping[str, Any]) -> Membership:
         members=tuple(body["members"]),
         assigned=_partitions(body["assigned"]),
         owned=_partitions(body["owned"]),
+        claimed=_partitions(body.get("claimed", ())),
     )

@@ -87,7 +87,7 @@ class GroupCoordinator:
             self.store.delete_members(group, [member_id])
             raise
         self.store.register(group)
-        return self._settle(state, member_id, owned=())
+        return self._settle(state, member_id)
 
     def heartbeat(
         self,
@@ -99,9 +99,8 @@ class GroupCoordinator:
     ) -> Membership:
         """Renew the member's lease, expire lapsed members, release what the member gave up
         (storing its final offset when given) and claim assigned partitions that are free.
-
-        Raises UnknownMemberId when the member is no longer in the group: join again.
-        """
+        The offset items, not ``owned`` (what the member believes it holds), say what it owns.
+        Raises UnknownMemberId when the member is no longer in the group: join again."""
         validate_group_name(group)
         if not self.store.renew_member(group, member_id, self.clock.now_ms()):
             raise UnknownMemberId(f"member {member_id} is not in group {group}: join again")
@@ -110,8 +109,7 @@ class GroupCoordinator:
             self.store.delete_members(group, [member_id])
             raise UnknownMemberId(f"member {member_id} was removed from group {group}: join again")
         self._release(group, member_id, release or {})
-        kept = set(owned) - set(release or {})
-        return self._settle(state, member_id, owned=kept)
+        return self._settle(state, member_id)
 
     def leave(
         self,
@@ -330,13 +328,13 @@ class GroupCoordinator:
             exists=True,
         )
 
-    def _settle(
-        self, state: GroupState, member_id: str, owned: Collection[TopicPartition]
-    ) -> Membership:
+    def _settle(self, state: GroupState, member_id: str) -> Membership:
         """Claim the member's assigned partitions that no live member holds, and find the
         ones it holds but is no longer assigned (it must release them): one BatchGetItem of
-        the group's offset items. The member's own list (owned) is not trusted for that: an
-        answer lost after a claim leaves a member holding items it does not know of."""
+        the group's offset items. The member's own list (heartbeat's owned) is not trusted: an
+        answer lost after a claim leaves a member holding items it does not know of. The
+        state may be stale (the member paused) and a claim take a partition back: the answer
+        names what this call claimed, whose kept positions the member must drop."""
         assigned = state.assignment.get(member_id, ())
         everything = sorted({tp for tps in state.assignment.values() for tp in tps})
         _, items = self.store.read(state.name, [], everything)
@@ -350,6 +348,7 @@ class GroupCoordinator:
             members=tuple(sorted(state.members)),
             assigned=tuple(sorted(assigned)),
             owned=tuple(sorted(holding | stray)),
+            claimed=tuple(sorted(tp for tp in holding if items[tp].owner != member_id)),
         )
 
     def _holds(

@@ -31,6 +31,9 @@ class Membership:
     partitions whose offset items it holds: the assigned ones it claimed (a partition still
     held by a live previous owner is assigned but not yet owned: consume only what is owned
     and assigned), plus any it holds but is no longer assigned, which it must release.
+    ``claimed`` are the owned ones this call took from no owner or from a departed one: a
+    member that held one of them before lost it meanwhile (its session lapsed while it was
+    paused), so the position it kept is stale and it must read the committed offset again.
     """
 
     group: str
@@ -40,6 +43,7 @@ class Membership:
     members: tuple[str, ...]
     assigned: tuple[TopicPartition, ...]
     owned: tuple[TopicPartition, ...]
+    claimed: tuple[TopicPartition, ...] = ()
 
 
 @dataclass(frozen=True)

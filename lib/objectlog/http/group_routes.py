@@ -166,6 +166,7 @@ def _membership_out(membership: Membership) -> MembershipOut:
             "members": list(membership.members),
             "assigned": _refs(membership.assigned),
             "owned": _refs(membership.owned),
+            "claimed": _refs(membership.claimed),
         }
     )
 

@@ -203,6 +203,11 @@ class MembershipOut(BaseModel):
         description="partitions whose offset items this member holds: consume those also "
         "assigned, release the others"
     )
+    claimed: list[PartitionRef] = Field(
+        default_factory=list,
+        description="owned partitions this call took over: forget any position kept for them "
+        "and read the committed offset again",
+    )
 
 
 class CommitRequest(Strict):
