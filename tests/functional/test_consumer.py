@@ -307,9 +307,10 @@ def test_a_member_paused_after_reading_the_group_does_not_resume_from_its_old_po
 ) -> None:
     """Found by objectlog verify (committed backwards, 54 after 159): a member paused in its
     heartbeat, after reading the group and before claiming. Its session lapsed meanwhile and
-    a new member took its partitions over, read on and committed. Resumed, its stale view
+    a newcomer took its partitions over, read on and committed. Resumed, its stale view
     (itself a member, the newcomer not) let it claim them back, and it kept its old positions:
-    its next commit moved the group's offsets back."""
+    its next commit moved the group's offsets back. Now the heartbeat finds it was removed,
+    and the member rejoins from the committed offsets."""
     produce(clocked_log, per_partition=4)
     options: dict[str, Any] = {"group": "g", "topics": [TOPIC], "auto_offset_reset": "earliest"}
     options.update(heartbeat_interval_ms=50, session_timeout_ms=SESSION_MS, max_poll_records=100)
@@ -334,19 +335,49 @@ def test_a_member_paused_after_reading_the_group_does_not_resume_from_its_old_po
     main = threading.current_thread()
     store.read = paused_before_claiming  # type: ignore[method-assign]
     time.sleep(0.06)
-    try:  # it heartbeats: reads the group, pauses, claims everything back
+    try:  # it heartbeats: reads the group, pauses, claims, finds itself removed, rejoins
         reread = first.poll(timeout=0)
     finally:
         store.read = real_read  # type: ignore[method-assign]
-    assert len(first.assignment()) == 6  # claimed back from the newcomer
-    assert reread == []  # it reads on from the newcomer's commits, not from 4
-    assert {first.position(tp) for tp in first.assignment()} == {7}  # the newcomer's commits
+    assert reread == []  # not from 4 again
     first.commit()
     partitions = [TopicPartition(TOPIC, p) for p in range(6)]
-    committed = clocked_log.groups.committed("g", partitions)
-    assert {value.offset for value in committed.values() if value} == {7}
+    assert {v.offset for v in clocked_log.groups.committed("g", partitions).values() if v} == {7}
+    newcomer[0].close()  # the rejoined first takes everything over, from the commits
+    for _ in range(60):
+        assert first.poll(timeout=0.02) == []
+        if len(first.assignment()) == 6:
+            break
+    assert {first.position(tp) for tp in first.assignment()} == {7}
     first.close()
-    newcomer[0].close()
+
+
+def test_a_partition_taken_and_given_back_meanwhile_is_read_from_its_commits_again(
+    clocked_log: ObjectLog,
+) -> None:
+    """A member with a stale view of the group may claim a live member's partition, read on,
+    commit and give it back (it is not assigned to it). The member it came back to claims it
+    again: its heartbeat names the claim, and the consumer forgets the position it kept."""
+    produce(clocked_log, per_partition=4)
+    options: dict[str, Any] = {"group": "g", "topics": [TOPIC], "auto_offset_reset": "earliest"}
+    options.update(heartbeat_interval_ms=50, session_timeout_ms=SESSION_MS, max_poll_records=1)
+    lost: set[TopicPartition] = set()
+    first = clocked_log.consumer(enable_auto_commit=False, on_lost=lost.update, **options)
+    assert len(drain(first, 24)) == 24
+    first.commit()
+    produce(clocked_log, per_partition=3, start=4)
+    store, tp = clocked_log.groups.store, TopicPartition(TOPIC, 0)
+    assert store.claim("g", tp, "stale-view", first.generation, seen_owner=first.member_id)
+    assert store.commit("g", tp, 7, "", 1, member_id="stale-view", generation=1) is None
+    assert store.release("g", tp, "stale-view", None)
+    time.sleep(0.06)
+    records = first.poll(timeout=0)  # claims it again
+    assert lost == {tp}
+    assert [r for r in records if r.partition == 0] == []  # not offsets 4 to 6 again
+    assert first.position(tp) == 7
+    first.commit()
+    assert clocked_log.groups.committed("g", [tp])[tp] == (7, "")
+    first.close()
 
 
 def test_max_bytes_bounds_a_poll_to_at_least_one_record(clocked_log: ObjectLog) -> None:

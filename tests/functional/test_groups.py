@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from objectlog import ObjectLog
@@ -89,6 +91,35 @@ def test_a_partition_moves_only_after_its_owner_releases_it(groups: GroupCoordin
     assert set(second.owned) == set(second.claimed) == moving
     with pytest.raises(CommitFailed):  # the first member no longer owns them
         groups.commit("g", {tp: 0 for tp in moving}, member_id=first.member_id, generation=2)
+
+
+def test_a_member_removed_while_it_claimed_from_a_stale_view_is_told_to_rejoin(
+    groups: GroupCoordinator, clock: ManualClock
+) -> None:
+    """A heartbeat paused between reading the group and claiming: meanwhile the member's
+    session lapsed and a newcomer took its partitions. The stale view lets it claim them back;
+    the heartbeat then finds it is no longer a member, and the newcomer claims them again."""
+    first = groups.join("g", [TOPIC], session_timeout_ms=SESSION_MS)
+    real_read = groups.store.read
+    newcomer: list[Membership] = []
+
+    def paused(group: str, members: Any, partitions: Any) -> Any:
+        groups.store.read = real_read  # type: ignore[method-assign]
+        if partitions:
+            clock.advance(SESSION_MS + 1)
+            newcomer.append(groups.join("g", [TOPIC], session_timeout_ms=SESSION_MS))
+        else:
+            groups.store.read = paused  # type: ignore[method-assign]
+        return real_read(group, members, partitions)
+
+    groups.store.read = paused  # type: ignore[method-assign]
+    with pytest.raises(UnknownMemberId, match="removed from group g meanwhile"):
+        groups.heartbeat("g", first.member_id, owned=first.owned)
+    assert set(newcomer[0].owned) == tps(*range(6))
+    with pytest.raises(CommitFailed):  # it claimed them back, but it is not a member
+        groups.commit("g", {tps(0).pop(): 0}, member_id=first.member_id, generation=1)
+    again = groups.heartbeat("g", newcomer[0].member_id, owned=newcomer[0].owned)
+    assert set(again.owned) == set(again.claimed) == tps(*range(6))
 
 
 def test_a_member_that_leaves_hands_its_partitions_over(groups: GroupCoordinator) -> None:

@@ -109,7 +109,11 @@ class GroupCoordinator:
             self.store.delete_members(group, [member_id])
             raise UnknownMemberId(f"member {member_id} was removed from group {group}: join again")
         self._release(group, member_id, release or {})
-        return self._settle(state, member_id)
+        view = self._settle(state, member_id)
+        if view.claimed and member_id not in self.store.get_group(group).members:  # paused
+            self._release(group, member_id, dict.fromkeys(view.claimed))  # claimed back, stale
+            raise UnknownMemberId(f"member {member_id} was removed from group {group} meanwhile")
+        return view
 
     def leave(
         self,
@@ -333,8 +337,7 @@ class GroupCoordinator:
         ones it holds but is no longer assigned (it must release them): one BatchGetItem of
         the group's offset items. The member's own list (heartbeat's owned) is not trusted: an
         answer lost after a claim leaves a member holding items it does not know of. The
-        state may be stale (the member paused) and a claim take a partition back: the answer
-        names what this call claimed, whose kept positions the member must drop."""
+        answer names what this call claimed: a member must not keep positions for those."""
         assigned = state.assignment.get(member_id, ())
         everything = sorted({tp for tps in state.assignment.values() for tp in tps})
         _, items = self.store.read(state.name, [], everything)
@@ -377,8 +380,7 @@ class GroupCoordinator:
     # ---- helpers -----------------------------------------------------------------------
 
     def _require_topics(self, topics: Collection[str]) -> None:
-        found = self._partition_counts(topics)
-        missing = sorted(set(topics) - set(found))
+        missing = sorted(set(topics) - set(self._partition_counts(topics)))
         if missing:
             raise TopicNotFound(f"topic(s) {', '.join(missing)} do not exist", field="topics")
 
