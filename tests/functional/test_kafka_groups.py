@@ -214,6 +214,51 @@ def join(address: str, member_id: str = "", session_ms: int = 30_000) -> Any:
     )
 
 
+def consumer_heartbeat(address: str, member_id: str, epoch: int, owned: Any = None) -> Any:
+    from kio.schema.consumer_group_heartbeat.v0.request import TopicPartitions
+
+    return call(
+        address,
+        68,
+        0,
+        group_id="kip848-wire",
+        member_id=member_id,
+        member_epoch=epoch,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout=datetime.timedelta(seconds=5),
+        subscribed_topic_names=(TOPIC,) if epoch == 0 else None,
+        server_assignor=None,
+        topic_partitions=None
+        if owned is None
+        else tuple(TopicPartitions(topic_id=t.topic_id, partitions=t.partitions) for t in owned),
+    )
+
+
+def test_a_kip_848_member_that_lost_a_partition_unnoticed_is_fenced_and_rejoins(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    """A member with a stale view of the group claimed a partition from a live KIP-848 member,
+    committed and gave it back. The member's next heartbeat claims it again while the member
+    reports it as its own, with a position older than the commit: it is fenced and removed,
+    and rejoins from the commits."""
+    joined = consumer_heartbeat(agent.address, "", 0)
+    assert joined.error_code == ErrorCode.none
+    member, owned = joined.member_id, joined.assignment.topic_partitions
+    assert sorted(owned[0].partitions) == list(range(PARTITIONS))
+    steady = consumer_heartbeat(agent.address, member, joined.member_epoch, owned)
+    assert steady.error_code == ErrorCode.none
+    store, tp = log.groups.store, TopicPartition(TOPIC, 0)
+    assert store.claim("kip848-wire", tp, "stale-view", 1, seen_owner=member)
+    assert store.release("kip848-wire", tp, "stale-view", (7, "", 1))
+    fenced = consumer_heartbeat(agent.address, member, joined.member_epoch, owned)
+    assert fenced.error_code == ErrorCode.fenced_member_epoch
+    assert log.groups.describe("kip848-wire").members == ()
+    again = consumer_heartbeat(agent.address, "", 0)
+    assert again.error_code == ErrorCode.none
+    assert sorted(again.assignment.topic_partitions[0].partitions) == list(range(PARTITIONS))
+
+
 def commit(address: str, generation: int, member_id: str, offset: int = 5) -> ErrorCode:
     from kio.schema.offset_commit.v8.request import (
         OffsetCommitRequestPartition,

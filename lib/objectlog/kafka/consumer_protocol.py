@@ -5,12 +5,15 @@ assignors: KIP-848's "uniform" is objectlog's sticky, "range" its range), member
 with the partitions they own, and a partition moves only once its previous owner has given
 it up. A heartbeat renews the member, releases what it no longer owns and is no longer
 assigned, claims what is assigned and free, and answers with the partitions the member may
-consume now: assigned and claimed. The member epoch is the group's generation.
+consume now: assigned and claimed. The member epoch is the group's generation. A member that
+reports a partition the heartbeat had to claim again (it lost it unnoticed, to a member with a
+stale view) is removed and answered FENCED_MEMBER_EPOCH: it rejoins from the commits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -66,7 +69,13 @@ class ConsumerProtocolApi:
                 member_id=body.member_id or None,  # v1: the client chose it (KIP-1082)
             )
         else:
-            membership = self._renewed(body, self._reported(body.topic_partitions))
+            owned = self._reported(body.topic_partitions)
+            membership = self._renewed(body, owned)
+            if owned and set(membership.claimed) & owned:
+                # It held them, lost them unnoticed and got them back: its positions are stale.
+                # Kafka's answer to a member whose partitions are lost: rejoin from the commits.
+                groups.leave(body.group_id, body.member_id)
+                return _answer(body, ErrorCode.fenced_member_epoch)
         return {
             "throttle_time": 0,
             "error_code": ErrorCode.none,
@@ -86,7 +95,8 @@ class ConsumerProtocolApi:
         if not given_up:
             return membership
         release: dict[TopicPartition, Any] = dict.fromkeys(given_up)
-        return groups.heartbeat(body.group_id, body.member_id, owned=owned, release=release)
+        again = groups.heartbeat(body.group_id, body.member_id, owned=owned, release=release)
+        return replace(again, claimed=tuple(sorted({*membership.claimed, *again.claimed})))
 
     def _reported(self, topic_partitions: Any) -> set[TopicPartition] | None:
         if topic_partitions is None:
