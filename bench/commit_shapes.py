@@ -1,8 +1,10 @@
 """What each part of a commit-shaped UpdateItem costs on one endpoint (issue 18).
 
 `.venv/bin/python -m bench.commit_shapes --dynamodb moto|local`: conditional UpdateItems on a
-head of 8-22 refs like objectlog's commit, with parts taken away one at a time, beside the
-produce floor's minimal update; rounds of 20 calls per shape, alternating, medians.
+head of 8-22 refs like objectlog's commit, with parts taken away one at a time, and a head
+layout objectlog does not use (refs in a map keyed by object id, so that the commit can return
+only what it changed), beside the produce floor's minimal update; rounds of 20 calls per shape,
+alternating, medians.
 """
 
 from __future__ import annotations
@@ -44,21 +46,22 @@ class Shapes:
     def _key(self, pk: str) -> dict[str, Any]:
         return {"pk": {"S": pk}, "sk": {"S": "head"}}
 
-    def fresh_head(self, pk: str) -> None:
+    def fresh_head(self, pk: str, refs_in_a_map: bool = False) -> None:
         numbers = {"next": 0, "lso": 0, "tb": 0, "ie": 3, "gch": 0, "segs": 0, "nbytes": 0}
         item: dict[str, Any] = {name: {"N": str(v)} for name, v in numbers.items()}
-        item.update(
-            self._key(pk),
-            tid={"S": "t" * 26},
-            tail={"L": [{"S": REF}] * TAIL},
-            ml={"S": "index/" + "x" * 70},
-            ps={"M": {}},
-        )
+        item.update(self._key(pk), tid={"S": "t" * 26}, ml={"S": "index/" + "x" * 70}, ps={"M": {}})
+        if refs_in_a_map:  # by object id, each with its base: a layout objectlog does not use
+            item["tl"] = {"M": {f"o{i}": {"S": REF} for i in range(TAIL)}}
+            item["tbs"] = {"M": {f"o{i}": {"N": str(i * 256)} for i in range(TAIL)}}
+        else:
+            item["tail"] = {"L": [{"S": REF}] * TAIL}
         self.ddb.put_item(TableName=self.table, Item=item)
 
-    def commit(self, *, counters: bool, producer_paths: int, returns: str) -> Call:
+    def commit(
+        self, *, counters: bool, producer_paths: int, returns: str, refs_in_a_map: bool = False
+    ) -> Call:
         pk = f"c{uuid.uuid4().hex[:8]}"
-        self.fresh_head(pk)
+        self.fresh_head(pk, refs_in_a_map)
         sequence = [0]
 
         def call() -> None:
@@ -68,17 +71,20 @@ class Shapes:
                 ":span": {"N": "256"},
                 ":tid": {"S": "t" * 26},
                 ":ots": {"N": "1"},
-                ":refs": {"L": [{"S": REF}]},
                 ":seq": {"N": str(seq)},
                 ":prev": {"N": str(seq - 1)},
             }
+            if refs_in_a_map:
+                names["#o"], values[":ref"] = f"x{seq}", {"S": REF}
+                append = "tl.#o = :ref, tbs.#o = #next"
+            else:
+                values[":refs"] = {"L": [{"S": REF}]}
+                append = "tail = list_append(tail, :refs)"
             paths = ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"][:producer_paths]
             names.update({"#kb": "ps1b"} if producer_paths >= 1 else {})
             if producer_paths >= 3:
                 names["#kt"], values[":now"] = "ps1t", {"N": "1700000000"}
-            expression = "SET " + ", ".join(
-                ["tail = list_append(tail, :refs)", *paths, "#next = #next + :span"]
-            )
+            expression = "SET " + ", ".join([append, *paths, "#next = #next + :span"])
             if counters:
                 names.update({"#segs": "segs", "#nbytes": "nbytes"})
                 values.update({":one": {"N": "1"}, ":len": {"N": "262144"}})
@@ -95,7 +101,7 @@ class Shapes:
             )
             sequence[0] = seq + 1
             if sequence[0] % 14 == 0:  # as a spill would: the tail back to a few refs
-                self.fresh_head(pk)
+                self.fresh_head(pk, refs_in_a_map)
                 sequence[0] = 0
 
         return call
@@ -141,6 +147,9 @@ def measure(url: str, rounds: int) -> dict[str, float]:
         ),
         "with the 2 ADD counters heads kept until issue 18, ALL_NEW": shapes.commit(
             counters=True, producer_paths=3, returns="ALL_NEW"
+        ),
+        "refs in a map by object id, returning what changed (UPDATED_NEW)": shapes.commit(
+            counters=False, producer_paths=3, returns="UPDATED_NEW", refs_in_a_map=True
         ),
     }
     for call in sides.values():
