@@ -79,7 +79,12 @@ def test_consume_usage_errors(run) -> None:
 
 def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
     port, api_port, kafka_port = free_port(), free_port(), free_port()
-    process = start_dev_process(port, api_port, "--in-memory", kafka_port=kafka_port)
+    # Started as a script's background job is: with SIGINT ignored, which it inherits.
+    inherited = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        process = start_dev_process(port, api_port, "--in-memory", kafka_port=kafka_port)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     try:
         assert process.stdout is not None
         banner = process.stdout.readline()

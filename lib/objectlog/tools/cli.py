@@ -273,17 +273,17 @@ def _host_port(address: str, option: str) -> tuple[str, int]:
 
 
 def _serve_until_interrupted() -> None:
+    """Until Ctrl-C (SIGINT) or SIGTERM. SIGINT is handled here, not left to Python's default:
+    a process started in the background by a script inherits SIGINT ignored."""
     stop = {"now": False}
 
     def handle(*_: object) -> None:
         stop["now"] = True
 
-    signal.signal(signal.SIGTERM, handle)
-    try:
-        while not stop["now"]:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handle)
+    while not stop["now"]:
+        time.sleep(0.5)
     click.echo("stopped.")
 
 
