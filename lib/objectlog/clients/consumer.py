@@ -540,8 +540,8 @@ class Consumer:
                 # A release that did not apply shows them as still ours on the next heartbeat.
                 self._drop(revoked)
             claimed |= set(membership.claimed)
-        # Claimed now but held before: taken over while this member was paused and claimed
-        # back from a stale view; the position kept here is older than the commits made since.
+        # Claimed now but held before: lost meanwhile without notice (another member's stale
+        # view took it, and gave it back); the position kept here is older than its commits.
         self._lose((self._owned - set(membership.owned)) | (self._owned & claimed))
         added = set(membership.owned) - self._owned
         self._owned |= added

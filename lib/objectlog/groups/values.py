@@ -32,8 +32,9 @@ class Membership:
     held by a live previous owner is assigned but not yet owned: consume only what is owned
     and assigned), plus any it holds but is no longer assigned, which it must release.
     ``claimed`` are the owned ones this call took from no owner or from a departed one: a
-    member that held one of them before lost it meanwhile (its session lapsed while it was
-    paused), so the position it kept is stale and it must read the committed offset again.
+    member that held one of them before lost it meanwhile without noticing (a member with a
+    stale view of the group claimed it, read on, committed and gave it back), so the position
+    it kept is stale and it must read the committed offset again.
     """
 
     group: str
