@@ -48,15 +48,21 @@ def test_a_short_workload_with_every_fault_has_no_anomaly(aws_endpoint: str) -> 
         assert {kind for kind in FAULT_KINDS if result.faults[kind] > 0} == set(FAULT_KINDS)
     assert sum(len(p.records) for p in result.history.polls) > 0
     assert any(" assigned " in line for line in result.kafka_trail)  # the trail listened
+    assert any("objectlog member" in line for line in result.kafka_trail)
     assert result.verdict.ok, failure(result)
 
 
 def failure(result: WorkloadResult) -> str:
-    """The verdict on one line, then kafka-python's trail (where its members started reading)
-    when the Kafka group is among the anomalies."""
+    """The verdict on one line, then the members' trail of the groups among the anomalies:
+    kafka-python's (where its members started reading) and objectlog's own members' (what each
+    was assigned, gave up or lost)."""
     message = f"verify failed: {result.verdict.summary()}"
+    own = [line for line in result.kafka_trail if "objectlog member" in line]
     if KAFKA_GROUP in message:
-        message += " || kafka-python: " + " | ".join(result.kafka_trail[-40:])
+        kafka = [line for line in result.kafka_trail if "objectlog member" not in line]
+        message += " || kafka-python: " + " | ".join(kafka[-40:])
+    if " group " in message:  # objectlog's own group ("group partition 0: ...", "group 0/5")
+        message += " || objectlog members: " + " | ".join(own[-40:])
     return message
 
 

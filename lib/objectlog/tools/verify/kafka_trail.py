@@ -3,8 +3,10 @@
 A "committed backwards" or "skipped" anomaly in the Kafka group means a member read from an
 offset other than the group's committed one. kafka-python says at DEBUG which committed offset
 it took for a partition, and when it reset a position; the members say (``MEMBER_LOG``) which
-partitions each was assigned. The trail keeps those lines only (bounded), with their time and
-thread, so a failed verdict can be traced to the answer a member acted on.
+partitions each was assigned. objectlog's own Consumer members say there too what each was
+assigned, gave up or lost ("objectlog member ..."), for an anomaly in their group. The trail
+keeps those lines only (bounded), with their time and thread, so a failed verdict can be traced
+to the answer a member acted on.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from objectlog.clients.consumer import Consumer
 from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
 from objectlog.clock import SystemClock
@@ -473,9 +474,16 @@ class Workload:
         """One member's life: poll, process, commit; ends in a crash (False: abandoned, its
         session lapses) or a clean leave (True)."""
         ownership = [0]
+        this: list[Consumer] = []
 
-        def moved(_: set[TopicPartition]) -> None:
-            ownership[0] += 1
+        def moved(how: str) -> Callable[[set[TopicPartition]], None]:
+            def note(partitions: set[TopicPartition]) -> None:
+                ownership[0] += 1
+                member = this[0].member_id if this else None
+                numbers = sorted(tp.partition for tp in partitions)
+                MEMBER_LOG.debug("objectlog member %s %s %s", member, how, numbers)
+
+            return note
 
         consumer = log.consumer(
             group=GROUP,
@@ -485,10 +493,11 @@ class Workload:
             session_timeout_ms=self.config.session_timeout_ms,
             heartbeat_interval_ms=300,
             max_poll_records=rng.randint(5, 200),
-            on_assign=moved,
-            on_revoke=moved,
-            on_lost=moved,
+            on_assign=moved("assigned"),
+            on_revoke=moved("revoked"),
+            on_lost=moved("lost"),
         )
+        this.append(consumer)
         crash = rng.random() < 0.5 and not self.stop_producing.is_set()  # none while draining
         life = rng.randint(5, 40)  # polls before it crashes or leaves
         polls = 0
