@@ -31,7 +31,7 @@ from objectlog.errors import (
 )
 from objectlog.format.index import SegmentRef
 from objectlog.format.topics import Topic, TopicConfig
-from objectlog.stores.carried_spill import CARRIED_SPILL_CONDITION, carried_spill_clauses
+from objectlog.stores.head_commit import head_commit
 from objectlog.stores.kafka_window import KafkaCommits, parse_windows
 from objectlog.stores.metadata import (
     ACTIVE,
@@ -284,39 +284,24 @@ class DynamoMetadata(KafkaCommits):
         moved by its span (the old next is the base), the producer's sequence set."""
         if commit.kafka is not None:
             return self._kafka_commit(commit)
-        ref = commit.ref
-        names = {"#next": "next"}
-        values: dict[str, Any] = {
-            ":span": ref.span,
-            ":refs": [ref.encode()],
-            ":tid": commit.topic_id,
-            ":ots": commit.object_time_ms,
-        }
-        condition = "tid = :tid AND gch < :ots"
-        # The base is copied from the old `next` before it moves (listed first for moto).
-        sets = ["tail = list_append(tail, :refs)"]
-        removes: list[str] = []
-        if commit.spill is not None:
-            condition += CARRIED_SPILL_CONDITION
-            sets, removes = carried_spill_clauses(commit.spill, names, values)
+        update = head_commit(commit)
+        producer_sets: list[str] = []
         pid = commit.producer_id
         if pid is not None:
-            names.update({"#ks": f"{pid}s", "#kb": f"{pid}b", "#kt": f"{pid}t"})
-            values.update({":seq": commit.sequence, ":now": commit.now_s})
+            update.names.update({"#ks": f"{pid}s", "#kb": f"{pid}b", "#kt": f"{pid}t"})
+            update.values.update({":seq": commit.sequence, ":now": commit.now_s})
             if commit.allow_sequence_gaps:
-                condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks < :seq)"
+                update.condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks < :seq)"
             else:
-                values[":prev"] = commit.sequence - 1
-                condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
-            sets += ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"]
-        sets.append("#next = #next + :span")
-        remove = f" REMOVE {', '.join(removes)}" if removes else ""
+                update.values[":prev"] = commit.sequence - 1
+                update.condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
+            producer_sets = ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"]
         written = self.table.update(
             head_key(commit.topic, commit.partition),
-            f"SET {', '.join(sets)}{remove}",
-            condition=condition,
-            names=names,
-            values=values,
+            update.expression(producer_sets),
+            condition=update.condition,
+            names=update.names,
+            values=update.values,
             returns="ALL_NEW",
             repeatable=False,  # a repeat could append twice: the caller decides, by sequence
             what="UpdateItem head (commit)",
@@ -330,7 +315,7 @@ class DynamoMetadata(KafkaCommits):
             return explain_failed_commit(commit, head)
         assert written.item is not None
         head = parse_head(commit.topic, commit.partition, written.item)
-        return CommitResult(head.next_offset - ref.span, head)
+        return CommitResult(head.next_offset - commit.ref.span, head)
 
     def spill(
         self,

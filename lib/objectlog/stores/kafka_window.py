@@ -16,7 +16,7 @@ from typing import Any
 
 from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.errors import StorageUnavailable, TopicNotFound
-from objectlog.stores.carried_spill import CARRIED_SPILL_CONDITION, carried_spill_clauses
+from objectlog.stores.head_commit import head_commit
 from objectlog.stores.metadata import (
     APPLY,
     INIT,
@@ -179,30 +179,17 @@ class KafkaCommits:
         """The ref appended (the base copied from the old ``next`` first), the window's slot
         written, ``next`` moved; and the spill the commit carries, if any, in the same write."""
         assert commit.producer_id is not None
-        ref = commit.ref
         window_sets, window_condition, window_values = append_expression(commit, batches)
-        names = {"#next": "next", "#kw": window_attribute(commit.producer_id)}
-        values = {
-            **window_values,
-            ":span": ref.span,
-            ":refs": [ref.encode()],
-            ":tid": commit.topic_id,
-            ":ots": commit.object_time_ms,
-        }
-        condition = f"tid = :tid AND gch < :ots AND {window_condition}"
-        appends: list[str] = ["tail = list_append(tail, :refs)"]
-        removes: list[str] = []
-        if commit.spill is not None:
-            condition += CARRIED_SPILL_CONDITION
-            appends, removes = carried_spill_clauses(commit.spill, names, values)
-        sets = [*appends, *window_sets, "#next = #next + :span"]
-        remove = f" REMOVE {', '.join(removes)}" if removes else ""
+        update = head_commit(commit)
+        update.names["#kw"] = window_attribute(commit.producer_id)
+        update.values.update(window_values)
+        update.condition += f" AND {window_condition}"
         return self.table.update(
             self._head_key(commit),
-            f"SET {', '.join(sets)}{remove}",
-            condition=condition,
-            names=names,
-            values=values,
+            update.expression(window_sets),
+            condition=update.condition,
+            names=update.names,
+            values=update.values,
             returns="ALL_NEW",
             repeatable=False,
             what="UpdateItem head (commit)",
