@@ -58,7 +58,13 @@ class Shapes:
         self.ddb.put_item(TableName=self.table, Item=item)
 
     def commit(
-        self, *, counters: bool, producer_paths: int, returns: str, refs_in_a_map: bool = False
+        self,
+        *,
+        counters: bool,
+        producer_paths: int,
+        returns: str,
+        refs_in_a_map: bool = False,
+        predicted: bool = False,
     ) -> Call:
         pk = f"c{uuid.uuid4().hex[:8]}"
         self.fresh_head(pk, refs_in_a_map)
@@ -74,6 +80,12 @@ class Shapes:
                 ":seq": {"N": str(seq)},
                 ":prev": {"N": str(seq - 1)},
             }
+            condition = "tid = :tid AND gch < :ots AND "
+            condition += "(attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
+            if predicted:  # the writer knows the head: next and the index epoch pin it all
+                values.update({":base": {"N": str(seq * 256)}, ":ie": {"N": "3"}})
+                del values[":prev"]
+                condition = "tid = :tid AND gch < :ots AND #next = :base AND ie = :ie"
             if refs_in_a_map:
                 names["#o"], values[":ref"] = f"x{seq}", {"S": REF}
                 append = "tl.#o = :ref, tbs.#o = #next"
@@ -93,8 +105,7 @@ class Shapes:
                 TableName=self.table,
                 Key=self._key(pk),
                 UpdateExpression=expression,
-                ConditionExpression="tid = :tid AND gch < :ots AND "
-                "(attribute_not_exists(ps.#ks) OR ps.#ks = :prev)",
+                ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValues=returns,
@@ -150,6 +161,9 @@ def measure(url: str, rounds: int) -> dict[str, float]:
         ),
         "refs in a map by object id, returning what changed (UPDATED_NEW)": shapes.commit(
             counters=False, producer_paths=3, returns="UPDATED_NEW", refs_in_a_map=True
+        ),
+        "its known head pinned (next, index epoch), returning nothing": shapes.commit(
+            counters=False, producer_paths=3, returns="NONE", predicted=True
         ),
     }
     for call in sides.values():

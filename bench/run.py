@@ -686,27 +686,37 @@ def request_costs(bench: Bench, rounds: int, calls: int) -> None:
     placed = next(iter(log.index.placed_refs(heads[0], 0)))
     key = object_key(log.config.prefix, placed.ref.level, placed.ref.object_id)
     spills: list[float] = []
-    info, ref, sequences = log.topic("produce-own"), own.appender.refs[0], itertools.count()
+    info, ref = log.topic("produce-own"), own.appender.refs[0]
 
-    def commit() -> None:
-        """A commit with no spill carried, then a spill on its own when one is due."""
-        object_id = new_ulid(log.clock)
-        head = log.metadata.commit(
-            Commit(
-                info.topic_id,
-                info.name,
-                0,
-                replace(ref, object_id=object_id),
-                ulid_time_ms(object_id),
-                producer_id="bench-requests",
-                sequence=next(sequences),
-                now_s=int(time.time()),
-            )
-        ).head
-        if head is not None and log.index.needs_spill(head):
-            started = time.perf_counter()
-            log.index.spill(head)
-            spills.append(time.perf_counter() - started)
+    def committer(partition: int, on_known_head: bool) -> Callable[[], None]:
+        """Commits with no spill carried, then a spill on its own when one is due; with
+        on_known_head, each on the head the previous one answered (the producer's way once it
+        writes alone), else reading it back (its first commits, and after another writer's)."""
+        sequences, known = itertools.count(), [log.metadata.get_head(info.name, partition)]
+
+        def commit() -> None:
+            object_id = new_ulid(log.clock)
+            head = log.metadata.commit(
+                Commit(
+                    info.topic_id,
+                    info.name,
+                    partition,
+                    replace(ref, object_id=object_id),
+                    ulid_time_ms(object_id),
+                    producer_id="bench-requests",
+                    sequence=next(sequences),
+                    now_s=int(time.time()),
+                    known_head=known[0] if on_known_head else None,
+                )
+            ).head
+            if head is not None and log.index.needs_spill(head):
+                started = time.perf_counter()
+                log.index.spill(head)
+                head = log.metadata.get_head(info.name, partition)  # the spill's new head
+                spills.append(time.perf_counter() - started)
+            known[0] = head
+
+        return commit
 
     kinds: dict[str, tuple[Callable[[], object], str]] = {
         "PutObject": (floor.put, f"{len(floor.body) / MIB:.2f} MiB, If-None-Match: *"),
@@ -715,9 +725,14 @@ def request_costs(bench: Bench, rounds: int, calls: int) -> None:
             "SET sq = :seq ADD nx :n, condition on sq, UPDATED_NEW",
         ),
         "UpdateItem, objectlog's commit": (
-            commit,
+            committer(0, on_known_head=False),
             "list_append ref, 3 producer-state paths, next; 3-clause condition; "
             "ALL_NEW (carrying no spill; a spill on its own every 15 commits: its own row)",
+        ),
+        "UpdateItem, a commit on the head the writer knows": (
+            committer(1, on_known_head=True),
+            "the same, conditional on that head's next offset and index epoch instead of the "
+            "producer's sequence; answers nothing (a solo writer's commits)",
         ),
         "GetObject, one slice": (
             lambda: log.store.get_range(key, placed.ref.start, placed.ref.length),

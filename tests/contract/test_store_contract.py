@@ -165,6 +165,47 @@ def test_sequence_gaps_when_allowed_and_older_ones_are_duplicates(stores: ItemSt
     assert older.duplicate and older.base_offset == -1
 
 
+def test_commits_on_the_head_the_writer_knows_answer_the_head_as_stored(
+    stores: ItemStores,
+) -> None:
+    """A writer's next commit on the head its last one answered (metadata.pinned_head): the
+    same offsets and the same head, item size included, as committing without it."""
+    t = created(stores, topic())
+    m = stores.metadata
+    known = m.get_head("t", 0)
+    for seq, pid, records in [(0, "p", 3), (1, "p", 95), (0, "q", 2), (2, "p", 1), (9, None, 4)]:
+        base = known.next_offset if known else -1
+        step = replace(commit(t, pid=pid, seq=seq), ref=ref(records), known_head=known)
+        result = m.commit(step)
+        assert (result.base_offset, result.duplicate) == (base, False)
+        known = result.head
+        assert known is not None and known == m.get_head("t", 0)
+    assert known is not None and known.next_offset == 105
+    assert known.producers["p"].sequence == 2 and known.producers["q"].base_offset == 98
+
+
+def test_a_commit_on_an_out_of_date_known_head_lands_once_at_the_true_offset(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    m = stores.metadata
+    known = m.commit(commit(t, seq=0)).head
+    m.commit(commit(t, pid="other", seq=0))  # another writer: the known head is out of date
+    mine = replace(commit(t, seq=1), known_head=known)
+    landed = m.commit(mine)
+    assert (landed.base_offset, landed.duplicate) == (6, False)
+    assert landed.head == m.get_head("t", 0)
+    again = m.commit(mine)  # a retry whose answer was lost, on the same known head
+    assert (again.base_offset, again.duplicate) == (6, True)
+    with pytest.raises(OutOfOrderSequence):
+        m.commit(replace(commit(t, seq=5), known_head=landed.head))
+    m.raise_gc_horizon("t", 0, 5000)  # moves neither next nor the epoch: still refused
+    with pytest.raises(HorizonPassed):
+        m.commit(replace(commit(t, seq=2, ots=4000), known_head=landed.head))
+    head = m.get_head("t", 0)
+    assert head is not None and head.next_offset == 9
+
+
 def kafka(
     t: Topic, first: int, records: int = 3, *, epoch: int = 0, seen: int | None = None
 ) -> Commit:

@@ -114,6 +114,57 @@ def test_a_carried_spill_that_lost_its_head_is_committed_without_it(log: ObjectL
     assert [v for _, v in read_all(log, "raced", 0)][-3:] == [b"a8", b"a9", b"a10"]
 
 
+def count_commit_answers(log: ObjectLog) -> list[str]:
+    """What each commit UpdateItem asked back (ReturnValues), in order."""
+    answers: list[str] = []
+
+    def counted(params: dict[str, Any], **_: Any) -> None:
+        if params["Key"]["sk"] == {"S": "head"} and "#next + :span" in params["UpdateExpression"]:
+            answers.append(params.get("ReturnValues", "NONE"))
+
+    log.metadata.client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", counted)
+    return answers
+
+
+def test_a_solo_writers_commits_are_made_on_the_head_it_knows(log: ObjectLog) -> None:
+    """Once a writer has committed twice in a row to a partition (no other writer between), it
+    commits on the head its last commit answered, and DynamoDB answers nothing: only those
+    first two commits and the ones carrying a spill read the head back."""
+    log.create_topic("solo", partitions=PARTITIONS)
+    answers = count_commit_answers(log)
+    with log.producer(linger_ms=1000, batch_bytes=1 << 30) as producer:
+        for flush in range(FLUSHES):
+            for partition in range(PARTITIONS):
+                producer.send("solo", b"%d" % flush, partition=partition)
+            producer.flush()
+        stats = producer.stats
+    # The first two commits of a partition, until the writer knows it commits alone.
+    read_back = 2 * PARTITIONS + stats.carried_spills
+    assert answers.count("ALL_NEW") == read_back
+    assert answers.count("NONE") == FLUSHES * PARTITIONS - read_back
+    for partition in range(PARTITIONS):
+        assert read_all(log, "solo", partition) == [(f, b"%d" % f) for f in range(FLUSHES)]
+
+
+def test_a_commit_on_a_head_another_writer_moved_is_made_again_reading_it_back(
+    log: ObjectLog,
+) -> None:
+    log.create_topic("moved", partitions=1)
+    ours, theirs = log.new_appender(), log.new_appender()
+    answers = count_commit_answers(log)
+    for n in range(3):  # ours writes alone: from its third commit on, on the head it knows
+        [done] = ours.append([batch(log, "moved", [b"a%d" % n], n)], "ours")
+        assert done.error is None and done.base_offset == n
+    assert answers == ["ALL_NEW", "ALL_NEW", "NONE"]
+    [between] = theirs.append([batch(log, "moved", [b"b0"])], None)
+    assert between.error is None and between.base_offset == 3
+    [outcome] = ours.append([batch(log, "moved", [b"a3"], 3)], "ours")
+    assert outcome.error is None and outcome.base_offset == 4
+    assert answers[3:] == ["ALL_NEW", "NONE", "ALL_NEW"]  # theirs; ours pinned, then read back
+    assert outcome.head == log.metadata.get_head("moved", 0)
+    assert [v for _, v in read_all(log, "moved", 0)] == [b"a0", b"a1", b"a2", b"b0", b"a3"]
+
+
 def kafka_batch(log: ObjectLog, values: list[bytes], first: int) -> PartitionBatch:
     """A Kafka idempotent producer's batch (epoch 0), as the agent builds it."""
     info = log.topic("kafka")

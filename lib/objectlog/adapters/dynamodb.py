@@ -93,10 +93,10 @@ def _plain(value: Any) -> Any:
 def item_size(item: Mapping[str, Any]) -> int:
     """A plain item's billed size, by DynamoDB's rules: attribute names plus values (a write
     costs one unit per started KiB of the larger of the item before and after it)."""
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
 
 
-def _value_size(value: Any) -> int:
+def value_size(value: Any) -> int:
     if isinstance(value, str):
         return len(value.encode())
     if isinstance(value, bool) or value is None:
@@ -107,11 +107,11 @@ def _value_size(value: Any) -> int:
     if isinstance(value, bytes | bytearray):
         return len(value)
     if isinstance(value, set | frozenset):
-        return sum(_value_size(member) for member in value)
+        return sum(value_size(member) for member in value)
     if isinstance(value, list | tuple):
-        return 3 + sum(1 + _value_size(member) for member in value)
+        return 3 + sum(1 + value_size(member) for member in value)
     if isinstance(value, Mapping):
-        return 3 + sum(1 + len(k.encode()) + _value_size(v) for k, v in value.items())
+        return 3 + sum(1 + len(k.encode()) + value_size(v) for k, v in value.items())
     raise TypeError(f"no DynamoDB size for {type(value).__name__}")
 
 

@@ -428,6 +428,7 @@ class Appender:
                 now_s=self.clock.now_ms() // 1000,
                 kafka=batch.kafka,
                 spill=spill,
+                known_head=self._solo_head(batch),
             )
         )
 
@@ -453,6 +454,13 @@ class Appender:
         with self._heads_lock:
             head = self._heads.get((batch.topic.name, batch.partition))
         return head if head is not None and head.topic_id == batch.topic.topic_id else None
+
+    def _solo_head(self, batch: PartitionBatch) -> PartitionHead | None:
+        """The head our last commit left, if no other writer committed between our last two:
+        likely still the head, so the commit can be made on it (metadata.pinned_head)."""
+        with self._heads_lock:
+            solo = (batch.topic.name, batch.partition) in self._solo
+        return self._known_head(batch) if solo else None
 
     def _remember(self, head: PartitionHead | None, base_offset: int) -> None:
         """Keep the newest head seen per partition (epochs and offsets only grow), and whether

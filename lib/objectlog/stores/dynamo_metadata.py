@@ -20,9 +20,10 @@ transaction costs twice the write units.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from objectlog.adapters.dynamodb import DynamoTable, Item, item_size
+from objectlog.adapters.dynamodb import DynamoTable, Item, Written, item_size, value_size
 from objectlog.errors import (
     ConcurrentModification,
     InvalidRequest,
@@ -41,7 +42,10 @@ from objectlog.stores.metadata import (
     CommitResult,
     PartitionHead,
     ProducerState,
+    apply_commit,
+    commit_applies,
     explain_failed_commit,
+    pinned_head,
 )
 
 REGISTRY_KEY = {"pk": "topics", "sk": "index"}
@@ -95,6 +99,26 @@ def parse_head(topic: str, partition: int, item: Mapping[str, Any]) -> Partition
         compactor_epoch=item.get("ce"),
         item_bytes=item_size(item),
     )
+
+
+def item_bytes_after(commit: Commit, known: PartitionHead) -> int:
+    """The head item's billed size after a plain commit on the known head, by
+    adapters.dynamodb's rules: one ref more in the tail, next moved, the producer's entries
+    set (known.item_bytes is the item's as read, so this is exact)."""
+    size = known.item_bytes + 1 + value_size(commit.ref.encode())
+    size += value_size(known.next_offset + commit.ref.span) - value_size(known.next_offset)
+    pid = commit.producer_id
+    if pid is None:
+        return size
+    state = known.producers.get(pid)
+    entries = {"s": commit.sequence, "b": known.next_offset, "t": commit.now_s}
+    was = {"s": state.sequence, "b": state.base_offset, "t": state.last_use_s} if state else {}
+    for suffix, value in entries.items():
+        if state is None:
+            size += 1 + len(f"{pid}{suffix}".encode()) + value_size(value)
+        else:
+            size += value_size(value) - value_size(was[suffix])
+    return size
 
 
 def new_head_item(topic: Topic, partition: int) -> Item:
@@ -281,41 +305,65 @@ class DynamoMetadata(KafkaCommits):
 
     def commit(self, commit: Commit) -> CommitResult:
         """HeadStore.commit in one conditional UpdateItem: the ref appended to the tail, next
-        moved by its span (the old next is the base), the producer's sequence set."""
+        moved by its span (the old next is the base), the producer's sequence set. On a head
+        the writer knows (metadata.pinned_head), conditional on it and answering nothing: the
+        new head is computed. If only the known head was out of date, committed again as
+        usual, returning the head."""
         if commit.kafka is not None:
             return self._kafka_commit(commit)
+        known = pinned_head(commit)
+        if known is not None:
+            written = self._update_head(commit, known)
+            if written.applied:
+                head = replace(
+                    apply_commit(commit, known), item_bytes=item_bytes_after(commit, known)
+                )
+                return CommitResult(known.next_offset, head)
+            now = self._head_as_it_was(commit, written)
+            if not commit_applies(commit, now):
+                return explain_failed_commit(commit, now)
+        written = self._update_head(commit, None)
+        if not written.applied:
+            return explain_failed_commit(commit, self._head_as_it_was(commit, written))
+        assert written.item is not None
+        head = parse_head(commit.topic, commit.partition, written.item)
+        return CommitResult(head.next_offset - commit.ref.span, head)
+
+    def _update_head(self, commit: Commit, known: PartitionHead | None) -> Written:
+        """The commit's UpdateItem: conditional on the producer's previous sequence, or on the
+        known head's next offset and index epoch (which imply it), returning nothing then."""
         update = head_commit(commit)
         producer_sets: list[str] = []
         pid = commit.producer_id
         if pid is not None:
             update.names.update({"#ks": f"{pid}s", "#kb": f"{pid}b", "#kt": f"{pid}t"})
             update.values.update({":seq": commit.sequence, ":now": commit.now_s})
-            if commit.allow_sequence_gaps:
-                update.condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks < :seq)"
-            else:
-                update.values[":prev"] = commit.sequence - 1
-                update.condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
             producer_sets = ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"]
-        written = self.table.update(
+        if known is not None:
+            update.condition += " AND #next = :base AND ie = :ie"
+            update.values.update({":base": known.next_offset, ":ie": known.index_epoch})
+        elif pid is not None and commit.allow_sequence_gaps:
+            update.condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks < :seq)"
+        elif pid is not None:
+            update.values[":prev"] = commit.sequence - 1
+            update.condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
+        return self.table.update(
             head_key(commit.topic, commit.partition),
             update.expression(producer_sets),
             condition=update.condition,
             names=update.names,
             values=update.values,
-            returns="ALL_NEW",
+            returns="NONE" if known is not None else "ALL_NEW",
             repeatable=False,  # a repeat could append twice: the caller decides, by sequence
             what="UpdateItem head (commit)",
         )
-        if not written.applied:
-            old = written.item
-            if old is None:  # absent, or a server that does not return the item on failure
-                head = self.get_head(commit.topic, commit.partition)
-            else:
-                head = parse_head(commit.topic, commit.partition, old)
-            return explain_failed_commit(commit, head)
-        assert written.item is not None
-        head = parse_head(commit.topic, commit.partition, written.item)
-        return CommitResult(head.next_offset - commit.ref.span, head)
+
+    def _head_as_it_was(self, commit: Commit, failed: Written) -> PartitionHead | None:
+        """The head a commit's failed condition saw: the item DynamoDB returned with the
+        failure, or read (absent, or a server that does not return it)."""
+        if failed.item is None:
+            return self.get_head(commit.topic, commit.partition)
+        return parse_head(commit.topic, commit.partition, failed.item)
 
     def spill(
         self,

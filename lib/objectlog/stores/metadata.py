@@ -121,6 +121,9 @@ class Commit:
     allow_sequence_gaps: bool = False
     kafka: KafkaSequence | None = None  # producer_id is then the Kafka producer's key
     spill: CarriedSpill | None = None
+    # The head as the writer knows it from its own last commit (None: unknown). A store may pin
+    # it instead of reading the head back (pinned_head): the new head is then computed.
+    known_head: PartitionHead | None = None
 
 
 class TopicStore(Protocol):
@@ -170,8 +173,10 @@ class HeadStore(Protocol):
         producer's last commit answers base offset -1. A commit carrying a spill also needs
         the index epoch and tail length the spill was planned on (so the tail is exactly the
         one it saw): its tail is replaced, the spilled refs' span added to the tail base.
-        Raises TopicNotFound, HorizonPassed, OutOfOrderSequence, SpillRaced, StorageUnavailable,
-        UnknownOutcome (the write was sent and its answer lost)."""
+        With a known head (Commit.known_head) the store may commit on it (pinned_head) and
+        answer the head computed from it. Raises TopicNotFound, HorizonPassed,
+        OutOfOrderSequence, SpillRaced, StorageUnavailable, UnknownOutcome (the write was
+        sent and its answer lost)."""
         ...
 
     def spill(
@@ -268,6 +273,19 @@ def commit_applies(commit: Commit, head: PartitionHead | None) -> bool:
     if commit.allow_sequence_gaps:
         return state.sequence < commit.sequence
     return state.sequence == commit.sequence - 1
+
+
+def pinned_head(commit: Commit) -> PartitionHead | None:
+    """The known head a plain commit can be conditional on, instead of reading the head back:
+    one its condition would hold on. A store pins its next offset and index epoch, the two
+    that every other change of a head moves (appends move next; spills and compaction swaps
+    the epoch), so the new head is apply_commit(commit, known), but for what moves neither:
+    the GC horizon, the compactor epoch and Kafka producers' windows (writers plan nothing
+    from them). Not for Kafka commits or commits carrying a spill (they read the head back)."""
+    known = commit.known_head
+    if known is None or commit.kafka is not None or commit.spill is not None:
+        return None
+    return known if commit_applies(commit, known) else None
 
 
 def spill_applies(spill: CarriedSpill, head: PartitionHead) -> bool:
