@@ -3,8 +3,9 @@
 `.venv/bin/python -m bench.commit_shapes --dynamodb moto|local`: conditional UpdateItems on a
 head of 8-22 refs like objectlog's commit, with parts taken away one at a time, and a head
 layout objectlog does not use (refs in a map keyed by object id, so that the commit can return
-only what it changed), beside the produce floor's minimal update; rounds of 20 calls per shape,
-alternating, medians.
+only what it changed), and the commit a solo writer makes on the head it knows (its next
+offset and index epoch pinned, returning nothing), beside the produce floor's minimal update;
+rounds of 20 calls per shape, alternating, medians.
 """
 
 from __future__ import annotations
