@@ -356,6 +356,41 @@ def test_a_commit_carrying_a_spill_moves_the_refs_it_planned_on_or_nothing(
     assert stores.metadata.get_head("t", 0) == spilled
 
 
+def test_a_spill_carried_on_the_known_head_answers_the_head_as_stored(
+    stores: ItemStores,
+) -> None:
+    """A carried spill committed on the head the writer knows: the refs moved, the pointers
+    set, an objectlog producer's and a Kafka producer's state expired, and the computed head
+    (its item size included) is the stored one, twice over (a manifest list set, then
+    replaced)."""
+    t = created(stores, topic())
+    m = stores.metadata
+    for seq in range(3):  # spans enough for the tail base to take a byte more
+        m.commit(replace(commit(t, seq=seq, pid=f"p{seq}"), ref=ref(60)))
+    for first in (0, 3, 6, 9, 12, 15, 18):  # more batches than the window keeps
+        m.commit(kafka(t, first))
+    known = m.get_head("t", 0)
+    assert known is not None and set(known.producers) == {"p0", "p1", "p2", "k42"}
+    for seq, expired, location in [(0, ("p0", "k42"), "l0/o@10+20"), (1, (), "l0/longer@1+22")]:
+        moved = known.tail[:-2]
+        spill = CarriedSpill(
+            known.index_epoch,
+            len(known.tail),
+            known.tail[-2:],
+            sum(r.span for r in moved),
+            location,
+            expired,
+        )
+        step = replace(commit(t, seq=seq, pid="p9"), spill=spill, known_head=known)
+        result = m.commit(step)
+        assert (result.base_offset, result.duplicate) == (known.next_offset, False)
+        assert result.head is not None and result.head == m.get_head("t", 0)
+        assert result.head.tail == (*known.tail[-2:], step.ref)
+        assert result.head.index_epoch == known.index_epoch + 1
+        known = result.head
+    assert set(known.producers) == {"p1", "p2", "p9"} and known.manifest_list == location
+
+
 def test_a_swap_needs_the_compactor_epoch_it_stamped(stores: ItemStores) -> None:
     t = created(stores, topic())
     stores.metadata.commit(commit(t))

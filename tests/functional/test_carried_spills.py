@@ -128,8 +128,8 @@ def count_commit_answers(log: ObjectLog) -> list[str]:
 
 def test_a_solo_writers_commits_are_made_on_the_head_it_knows(log: ObjectLog) -> None:
     """Once a writer has committed twice in a row to a partition (no other writer between), it
-    commits on the head its last commit answered, and DynamoDB answers nothing: only those
-    first two commits and the ones carrying a spill read the head back."""
+    commits on the head its last commit answered, spills carried or not, and DynamoDB answers
+    nothing: only those first two commits read the head back."""
     log.create_topic("solo", partitions=PARTITIONS)
     answers = count_commit_answers(log)
     with log.producer(linger_ms=1000, batch_bytes=1 << 30) as producer:
@@ -138,10 +138,11 @@ def test_a_solo_writers_commits_are_made_on_the_head_it_knows(log: ObjectLog) ->
                 producer.send("solo", b"%d" % flush, partition=partition)
             producer.flush()
         stats = producer.stats
-    # The first two commits of a partition, until the writer knows it commits alone.
-    read_back = 2 * PARTITIONS + stats.carried_spills
-    assert answers.count("ALL_NEW") == read_back
-    assert answers.count("NONE") == FLUSHES * PARTITIONS - read_back
+    # The first two commits of a partition, until the writer knows it commits alone; the
+    # ones carrying spills are made on the known head too.
+    assert stats.carried_spills >= PARTITIONS * (FLUSHES // 8)
+    assert answers.count("ALL_NEW") == 2 * PARTITIONS
+    assert answers.count("NONE") == FLUSHES * PARTITIONS - 2 * PARTITIONS
     for partition in range(PARTITIONS):
         assert read_all(log, "solo", partition) == [(f, b"%d" % f) for f in range(FLUSHES)]
 

@@ -33,7 +33,12 @@ from objectlog.errors import (
 from objectlog.format.index import SegmentRef
 from objectlog.format.topics import Topic, TopicConfig
 from objectlog.stores.head_commit import head_commit
-from objectlog.stores.kafka_window import KafkaCommits, parse_windows
+from objectlog.stores.kafka_window import (
+    KafkaCommits,
+    parse_windows,
+    window_attribute,
+    window_values,
+)
 from objectlog.stores.metadata import (
     ACTIVE,
     CREATING,
@@ -102,23 +107,57 @@ def parse_head(topic: str, partition: int, item: Mapping[str, Any]) -> Partition
 
 
 def item_bytes_after(commit: Commit, known: PartitionHead) -> int:
-    """The head item's billed size after a plain commit on the known head, by
-    adapters.dynamodb's rules: one ref more in the tail, next moved, the producer's entries
-    set (known.item_bytes is the item's as read, so this is exact)."""
-    size = known.item_bytes + 1 + value_size(commit.ref.encode())
+    """The head item's billed size after a commit on the known head, by adapters.dynamodb's
+    rules: its ref appended (or the tail a carried spill leaves, with the spill's pointers and
+    expired producers gone), next moved, the producer's entries set. known.item_bytes is the
+    item's as read, so this is exact."""
+    size = known.item_bytes
     size += value_size(known.next_offset + commit.ref.span) - value_size(known.next_offset)
+    spill = commit.spill
+    if spill is None:
+        size += 1 + value_size(commit.ref.encode())
+    else:
+        size += _refs_bytes([*spill.tail, commit.ref]) - _refs_bytes(known.tail)
+        size += _number_change(known.tail_base, spill.span_removed)
+        size += _number_change(known.index_epoch, 1)
+        listed = len(known.manifest_list.encode()) if known.manifest_list else -len("ml")
+        size += len(spill.manifest_list.encode()) - listed  # ml added, or its value replaced
+        for expired in spill.expired_producers:
+            size -= _producer_bytes(expired, known.producers.get(expired))
     pid = commit.producer_id
     if pid is None:
         return size
     state = known.producers.get(pid)
-    entries = {"s": commit.sequence, "b": known.next_offset, "t": commit.now_s}
-    was = {"s": state.sequence, "b": state.base_offset, "t": state.last_use_s} if state else {}
-    for suffix, value in entries.items():
-        if state is None:
-            size += 1 + len(f"{pid}{suffix}".encode()) + value_size(value)
-        else:
-            size += value_size(value) - value_size(was[suffix])
-    return size
+    if state is None:
+        return size + _producer_bytes(
+            pid, ProducerState(commit.sequence, known.next_offset, commit.now_s)
+        )
+    was = {"s": state.sequence, "b": state.base_offset, "t": state.last_use_s}
+    new = {"s": commit.sequence, "b": known.next_offset, "t": commit.now_s}
+    return size + sum(value_size(new[k]) - value_size(was[k]) for k in new)
+
+
+def _refs_bytes(refs: Sequence[SegmentRef]) -> int:
+    return value_size([ref.encode() for ref in refs])
+
+
+def _number_change(number: int, by: int) -> int:
+    return value_size(number + by) - value_size(number)
+
+
+def _producer_bytes(pid: str, state: ProducerState | None) -> int:
+    """What a producer's entries add to the head's ps map (none if state is None)."""
+    if state is None:
+        return 0
+    if state.window is not None:
+        entries: dict[str, Any] = {window_attribute(pid): window_values(state)}
+    else:
+        entries = {
+            f"{pid}s": state.sequence,
+            f"{pid}b": state.base_offset,
+            f"{pid}t": state.last_use_s,
+        }
+    return sum(1 + len(name.encode()) + value_size(value) for name, value in entries.items())
 
 
 def new_head_item(topic: Topic, partition: int) -> Item:
@@ -340,8 +379,11 @@ class DynamoMetadata(KafkaCommits):
             update.values.update({":seq": commit.sequence, ":now": commit.now_s})
             producer_sets = ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"]
         if known is not None:
-            update.condition += " AND #next = :base AND ie = :ie"
-            update.values.update({":base": known.next_offset, ":ie": known.index_epoch})
+            update.condition += " AND #next = :base"
+            update.values[":base"] = known.next_offset
+            if commit.spill is None:  # a carried spill's condition pins the epoch already
+                update.condition += " AND ie = :ie"
+                update.values[":ie"] = known.index_epoch
         elif pid is not None and commit.allow_sequence_gaps:
             update.condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks < :seq)"
         elif pid is not None:

@@ -54,6 +54,18 @@ def parse_window(raw: Sequence[Any]) -> ProducerState:
     )
 
 
+def window_values(state: ProducerState) -> list[int]:
+    """The list parse_window read state from: the stored window, slot for slot."""
+    window = state.window
+    assert window is not None
+    slots = [EMPTY] * (2 * KAFKA_WINDOW)
+    first_batch = window.batches - len(window.recent)
+    for i, (first, base) in enumerate(window.recent, start=first_batch):
+        slot = 2 * (i % KAFKA_WINDOW)
+        slots[slot], slots[slot + 1] = first, base
+    return [window.epoch, window.batches, state.sequence, state.last_use_s, *slots]
+
+
 def parse_windows(ps: Mapping[str, Any]) -> dict[str, ProducerState]:
     return {
         key[: -len(SUFFIX)]: parse_window(value)

@@ -276,14 +276,14 @@ def commit_applies(commit: Commit, head: PartitionHead | None) -> bool:
 
 
 def pinned_head(commit: Commit) -> PartitionHead | None:
-    """The known head a plain commit can be conditional on, instead of reading the head back:
+    """The known head a commit can be conditional on, instead of reading the head back:
     one its condition would hold on. A store pins its next offset and index epoch, the two
     that every other change of a head moves (appends move next; spills and compaction swaps
     the epoch), so the new head is apply_commit(commit, known), but for what moves neither:
     the GC horizon, the compactor epoch and Kafka producers' windows (writers plan nothing
-    from them). Not for Kafka commits or commits carrying a spill (they read the head back)."""
+    from them). Not for Kafka commits (they read the head back)."""
     known = commit.known_head
-    if known is None or commit.kafka is not None or commit.spill is not None:
+    if known is None or commit.kafka is not None:
         return None
     return known if commit_applies(commit, known) else None
 
