@@ -165,19 +165,19 @@ class HeadStore(Protocol):
     def get_heads(self, topic: str, partitions: Iterable[int]) -> dict[int, PartitionHead]: ...
 
     def commit(self, commit: Commit) -> CommitResult:
-        """Append the ref: one conditional write assigns its offsets, not conditional on the
-        offset itself (but for a commit on a known head, below, which commits again without
-        it when the head moved). The condition: the head still has the topic id, its GC
-        horizon is older than the object, and (with a producer id) the producer's previous
-        sequence is sequence - 1 (any older one with allow_sequence_gaps). A retry of a commit
-        that landed answers with the original base offset (duplicate=True); a duplicate that
-        is not the producer's last commit answers base offset -1. A commit carrying a spill also needs
-        the index epoch and tail length the spill was planned on (so the tail is exactly the
-        one it saw): its tail is replaced, the spilled refs' span added to the tail base.
-        With a known head (Commit.known_head) the store may commit on it (pinned_head) and
-        answer the head computed from it. Raises TopicNotFound, HorizonPassed,
-        OutOfOrderSequence, SpillRaced, StorageUnavailable, UnknownOutcome (the write was
-        sent and its answer lost)."""
+        """Append the ref: one conditional write assigns its offsets, not conditional on the offset
+        itself (but for a commit on a known head, below, which commits again without it when
+        the head moved). The condition: the head still has the topic id, its GC horizon is
+        older than the object, and (with a producer id) the producer's previous sequence is
+        sequence - 1 (any older one with allow_sequence_gaps). A retry of a commit that
+        landed answers with the original base offset (duplicate=True); a duplicate that is
+        not the producer's last commit answers base offset -1. A commit carrying a spill
+        also needs the index epoch and tail length the spill was planned on (so the tail is
+        exactly the one it saw): its tail is replaced, the spilled refs' span added to the
+        tail base. With a known head (Commit.known_head) the store may commit on it
+        (pinned_head) and answer the head computed from it. Raises TopicNotFound,
+        HorizonPassed, OutOfOrderSequence, SpillRaced, StorageUnavailable, UnknownOutcome
+        (the write was sent and its answer lost)."""
         ...
 
     def spill(
