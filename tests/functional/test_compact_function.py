@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +253,37 @@ def test_cli_repeats_until_interrupted(run, log: ObjectLog, monkeypatch) -> None
     assert result.exit_code == 0, result.output
     assert waits == [5.0, 5.0]
     assert result.stdout.count("TOPIC") == 2 and "stopped." in result.stderr  # two runs
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_the_compaction_loop_stops_on_ctrl_c_or_sigterm_even_started_with_sigint_ignored(
+    log: ObjectLog, log_env: dict[str, str], signum: signal.Signals
+) -> None:
+    """As a script's background job starts: with SIGINT ignored, which Python then leaves
+    ignored unless the command installs its own handler."""
+    log.create_topic(TOPIC)
+    inherited = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "objectlog.tools.cli", "compact", "--interval", "60"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **log_env, "PYTHONUNBUFFERED": "1"},
+        )
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+    try:
+        assert process.stdout is not None
+        while TOPIC not in process.stdout.readline():  # the first run's report
+            assert process.poll() is None, process.communicate()
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert "stopped." in stderr
 
 
 def test_cli_progress_goes_to_stderr(run, log: ObjectLog) -> None:

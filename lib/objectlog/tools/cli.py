@@ -6,7 +6,6 @@ import base64
 import functools
 import json
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +34,7 @@ from objectlog.groups import TopicPartition
 from objectlog.services.fetch import FetchRequest
 from objectlog.tools.emulators.processes import EmulatorError
 from objectlog.tools.extras import require
+from objectlog.tools.signals import interrupt_on_stop_signals
 
 F = TypeVar("F", bound=Callable[..., Any])
 FETCH_WAIT_S = 0.2
@@ -273,18 +273,13 @@ def _host_port(address: str, option: str) -> tuple[str, int]:
 
 
 def _serve_until_interrupted() -> None:
-    """Until Ctrl-C (SIGINT) or SIGTERM. SIGINT is handled here, not left to Python's default:
-    a process started in the background by a script inherits SIGINT ignored."""
-    stop = {"now": False}
-
-    def handle(*_: object) -> None:
-        stop["now"] = True
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, handle)
-    while not stop["now"]:
-        time.sleep(0.5)
-    click.echo("stopped.")
+    """Until Ctrl-C (SIGINT) or SIGTERM, also when started with SIGINT ignored."""
+    interrupt_on_stop_signals()
+    try:
+        while True:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        click.echo("stopped.")
 
 
 # ---- topics ------------------------------------------------------------------------------
@@ -754,6 +749,8 @@ def compact(
     settings = CompactionSettings()
     if target_mib is not None:
         settings = CompactionSettings(target_file_bytes=max(1, int(target_mib * MIB)))
+    if not once:
+        interrupt_on_stop_signals()  # Ctrl-C or SIGTERM ends the loop, however it was started
     try:
         while True:
             try:

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from types import FrameType
 
 from objectlog.tools.emulators.dynamodb_local import DynamoDBLocal
 from objectlog.tools.emulators.localstack import LocalStack
 from objectlog.tools.emulators.processes import EmulatorError
+from objectlog.tools.signals import interrupt_on_stop_signals
 
 Endpoints = dict[str, str]  # environment variables naming the emulator's endpoints
 DUMMY_CREDENTIALS = {
@@ -69,13 +68,6 @@ def run(emulator: str, command: Sequence[str], work: Path) -> int:
         return subprocess.call(list(command), env=env)
 
 
-def _stop_on_sigterm() -> None:
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m objectlog.tools.emulators")
     commands = parser.add_subparsers(dest="action", required=True)
@@ -90,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = argv[split + 1 :]
     if not command:
         parser.error("give the command to run after --")
-    _stop_on_sigterm()
+    interrupt_on_stop_signals()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix=f"objectlog-{args.emulator}-"))
     try:
         return run(args.emulator, command, work)
