@@ -38,6 +38,18 @@ def count_puts(log: ObjectLog) -> Counter[str]:
     return puts
 
 
+def count_commit_answers(log: ObjectLog) -> list[str]:
+    """What each commit UpdateItem asked back (ReturnValues), in order."""
+    answers: list[str] = []
+
+    def counted(params: dict[str, Any], **_: Any) -> None:
+        if params["Key"]["sk"] == {"S": "head"} and "#next + :span" in params["UpdateExpression"]:
+            answers.append(params.get("ReturnValues", "NONE"))
+
+    log.metadata.client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", counted)
+    return answers
+
+
 def read_all(log: ObjectLog, topic: str, partition: int) -> list[tuple[int, bytes | None]]:
     rows, offset = [], 0
     while True:
@@ -48,9 +60,16 @@ def read_all(log: ObjectLog, topic: str, partition: int) -> list[tuple[int, byte
         offset = result.next_offset
 
 
-def test_a_producers_spills_ride_in_its_flushes(log: ObjectLog) -> None:
+def test_a_producers_spills_ride_in_its_flushes_made_on_the_heads_it_knows(
+    log: ObjectLog,
+) -> None:
+    """Spills ride in the flushes; and once the producer has committed twice in a row to a
+    partition (no other writer between), it commits on the head its last commit answered,
+    spills carried or not, so DynamoDB answers nothing: only those first two commits of each
+    partition read the head back."""
     log.create_topic("carried", partitions=PARTITIONS)
     puts = count_puts(log)
+    answers = count_commit_answers(log)
     with log.producer(linger_ms=1000, batch_bytes=1 << 30) as producer:
         for flush in range(FLUSHES):
             for partition in range(PARTITIONS):
@@ -60,6 +79,8 @@ def test_a_producers_spills_ride_in_its_flushes(log: ObjectLog) -> None:
         stats = producer.stats
     assert stats.spills == stats.carried_spills >= PARTITIONS * (FLUSHES // 8)
     assert puts == {L0_DIR.rstrip("/"): FLUSHES}  # no index object of its own
+    assert answers.count("ALL_NEW") == 2 * PARTITIONS
+    assert answers.count("NONE") == FLUSHES * PARTITIONS - 2 * PARTITIONS
     for partition in range(PARTITIONS):
         head = log.metadata.get_head("carried", partition)
         assert head is not None and head.manifest_list
@@ -112,39 +133,6 @@ def test_a_carried_spill_that_lost_its_head_is_committed_without_it(log: ObjectL
     head = log.metadata.get_head("raced", 0)
     assert head is not None and head.manifest_list is not None and len(head.tail) == 3
     assert [v for _, v in read_all(log, "raced", 0)][-3:] == [b"a8", b"a9", b"a10"]
-
-
-def count_commit_answers(log: ObjectLog) -> list[str]:
-    """What each commit UpdateItem asked back (ReturnValues), in order."""
-    answers: list[str] = []
-
-    def counted(params: dict[str, Any], **_: Any) -> None:
-        if params["Key"]["sk"] == {"S": "head"} and "#next + :span" in params["UpdateExpression"]:
-            answers.append(params.get("ReturnValues", "NONE"))
-
-    log.metadata.client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", counted)
-    return answers
-
-
-def test_a_solo_writers_commits_are_made_on_the_head_it_knows(log: ObjectLog) -> None:
-    """Once a writer has committed twice in a row to a partition (no other writer between), it
-    commits on the head its last commit answered, spills carried or not, and DynamoDB answers
-    nothing: only those first two commits read the head back."""
-    log.create_topic("solo", partitions=PARTITIONS)
-    answers = count_commit_answers(log)
-    with log.producer(linger_ms=1000, batch_bytes=1 << 30) as producer:
-        for flush in range(FLUSHES):
-            for partition in range(PARTITIONS):
-                producer.send("solo", b"%d" % flush, partition=partition)
-            producer.flush()
-        stats = producer.stats
-    # The first two commits of a partition, until the writer knows it commits alone; the
-    # ones carrying spills are made on the known head too.
-    assert stats.carried_spills >= PARTITIONS * (FLUSHES // 8)
-    assert answers.count("ALL_NEW") == 2 * PARTITIONS
-    assert answers.count("NONE") == FLUSHES * PARTITIONS - 2 * PARTITIONS
-    for partition in range(PARTITIONS):
-        assert read_all(log, "solo", partition) == [(f, b"%d" % f) for f in range(FLUSHES)]
 
 
 def test_a_commit_on_a_head_another_writer_moved_is_made_again_reading_it_back(
