@@ -79,14 +79,14 @@ class Shapes:
                 ":tid": {"S": "t" * 26},
                 ":ots": {"N": "1"},
                 ":seq": {"N": str(seq)},
-                ":prev": {"N": str(seq - 1)},
             }
-            condition = "tid = :tid AND gch < :ots AND "
-            condition += "(attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
             if predicted:  # the writer knows the head: next and the index epoch pin it all
                 values.update({":base": {"N": str(seq * 256)}, ":ie": {"N": "3"}})
-                del values[":prev"]
                 condition = "tid = :tid AND gch < :ots AND #next = :base AND ie = :ie"
+            else:
+                values[":prev"] = {"N": str(seq - 1)}
+                condition = "tid = :tid AND gch < :ots AND "
+                condition += "(attribute_not_exists(ps.#ks) OR ps.#ks = :prev)"
             if refs_in_a_map:
                 names["#o"], values[":ref"] = f"x{seq}", {"S": REF}
                 append = "tl.#o = :ref, tbs.#o = #next"

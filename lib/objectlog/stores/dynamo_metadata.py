@@ -111,8 +111,7 @@ def item_bytes_after(commit: Commit, known: PartitionHead) -> int:
     rules: its ref appended (or the tail a carried spill leaves, with the spill's pointers and
     expired producers gone), next moved, the producer's entries set. known.item_bytes is the
     item's as read, so this is exact."""
-    size = known.item_bytes
-    size += value_size(known.next_offset + commit.ref.span) - value_size(known.next_offset)
+    size = known.item_bytes + _number_change(known.next_offset, commit.ref.span)
     spill = commit.spill
     if spill is None:
         size += 1 + value_size(commit.ref.encode())
@@ -125,16 +124,10 @@ def item_bytes_after(commit: Commit, known: PartitionHead) -> int:
         for expired in spill.expired_producers:
             size -= _producer_bytes(expired, known.producers.get(expired))
     pid = commit.producer_id
-    if pid is None:
-        return size
-    state = known.producers.get(pid)
-    if state is None:
-        return size + _producer_bytes(
-            pid, ProducerState(commit.sequence, known.next_offset, commit.now_s)
-        )
-    was = {"s": state.sequence, "b": state.base_offset, "t": state.last_use_s}
-    new = {"s": commit.sequence, "b": known.next_offset, "t": commit.now_s}
-    return size + sum(value_size(new[k]) - value_size(was[k]) for k in new)
+    if pid is not None:
+        now = ProducerState(commit.sequence, known.next_offset, commit.now_s)
+        size += _producer_bytes(pid, now) - _producer_bytes(pid, known.producers.get(pid))
+    return size
 
 
 def _refs_bytes(refs: Sequence[SegmentRef]) -> int:
