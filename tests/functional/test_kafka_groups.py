@@ -30,9 +30,12 @@ PARTITIONS = 4
 
 @pytest.fixture(autouse=True)
 def rebalance_story(caplog: pytest.LogCaptureFixture) -> None:
-    """The clients' and the agent's account of each rebalance, shown when a test fails."""
-    caplog.set_level(logging.INFO, logger="kafka.coordinator")
+    """The clients' and the agent's account of each rebalance, shown when a test fails: each
+    request and response on both sides (by correlation id), to tell a lost answer from a client
+    that stopped asking."""
+    caplog.set_level(logging.DEBUG, logger="kafka")
     caplog.set_level(logging.INFO, logger="objectlog.kafka")
+    caplog.set_level(logging.DEBUG, logger="objectlog.kafka.server")
 
 
 @pytest.fixture
@@ -235,23 +238,28 @@ def consumer_heartbeat(address: str, member_id: str, epoch: int, owned: Any = No
     )
 
 
+@pytest.mark.parametrize("reports", ["its partitions", "null: unchanged"])
 def test_a_kip_848_member_that_lost_a_partition_unnoticed_is_fenced_and_rejoins(
-    log: ObjectLog, agent: AgentThread
+    log: ObjectLog, agent: AgentThread, reports: str
 ) -> None:
     """A member with a stale view of the group claimed a partition from a live KIP-848 member,
     committed and gave it back. The member's next heartbeat claims it again while the member
-    reports it as its own, with a position older than the commit: it is fenced and removed,
-    and rejoins from the commits."""
+    reports it as its own (listed, or null: unchanged since the heartbeat that listed it), with
+    a position older than the commit: it is fenced and removed, and rejoins from the commits."""
     joined = consumer_heartbeat(agent.address, "", 0)
     assert joined.error_code == ErrorCode.none
     member, owned = joined.member_id, joined.assignment.topic_partitions
     assert sorted(owned[0].partitions) == list(range(PARTITIONS))
     steady = consumer_heartbeat(agent.address, member, joined.member_epoch, owned)
     assert steady.error_code == ErrorCode.none
+    unchanged = consumer_heartbeat(agent.address, member, joined.member_epoch, None)
+    assert unchanged.error_code == ErrorCode.none
     store, tp = log.groups.store, TopicPartition(TOPIC, 0)
     assert store.claim("kip848-wire", tp, "stale-view", 1, seen_owner=member)
     assert store.release("kip848-wire", tp, "stale-view", (7, "", 1))
-    fenced = consumer_heartbeat(agent.address, member, joined.member_epoch, owned)
+    fenced = consumer_heartbeat(
+        agent.address, member, joined.member_epoch, owned if reports == "its partitions" else None
+    )
     assert fenced.error_code == ErrorCode.fenced_member_epoch
     assert log.groups.describe("kip848-wire").members == ()
     again = consumer_heartbeat(agent.address, "", 0)

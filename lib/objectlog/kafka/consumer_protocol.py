@@ -7,7 +7,9 @@ it up. A heartbeat renews the member, releases what it no longer owns and is no 
 assigned, claims what is assigned and free, and answers with the partitions the member may
 consume now: assigned and claimed. The member epoch is the group's generation. A member that
 reports a partition the heartbeat had to claim again (it lost it unnoticed, to a member with a
-stale view) is removed and answered FENCED_MEMBER_EPOCH: it rejoins from the commits.
+stale view) is removed and answered FENCED_MEMBER_EPOCH: it rejoins from the commits. A
+heartbeat whose partitions are null ("unchanged since the last heartbeat") is checked against
+the partitions the member last reported to this agent.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from objectlog.cache import LruCache
 from objectlog.errors import ObjectLogError
 from objectlog.groups import Membership, TopicPartition
 from objectlog.kafka.classic import DOCUMENT_KIND
@@ -29,12 +32,18 @@ LEAVE_EPOCHS = (-1, -2)  # leave; a static member's temporary leave
 HEARTBEAT_INTERVAL_MS = 2_000
 SESSION_TIMEOUT_MS = 45_000  # Kafka's group.consumer.session.timeout.ms default
 ASSIGNORS = {"uniform": "sticky", "range": "range"}
+REPORTS_KEPT = 10_000  # members whose last reported partitions an agent remembers
+
+
+Owned = frozenset[TopicPartition]
 
 
 class ConsumerProtocolApi:
     def __init__(self, ctx: ApiContext, session_timeout_ms: int = SESSION_TIMEOUT_MS) -> None:
         self.ctx = ctx
         self.session_timeout_ms = session_timeout_ms
+        # (group, member) -> the partitions its last heartbeat with them reported owning
+        self._last_reported: LruCache[tuple[str, str], Owned] = LruCache(REPORTS_KEPT)
 
     async def consumer_group_heartbeat(self, request: Request) -> dict[str, Any]:
         body = request.body
@@ -57,6 +66,7 @@ class ConsumerProtocolApi:
             return _answer(body, ErrorCode.inconsistent_group_protocol)
         if body.member_epoch in LEAVE_EPOCHS:
             groups.leave(body.group_id, body.member_id)
+            self._last_reported.put((body.group_id, body.member_id), frozenset())
             return {**_answer(body, ErrorCode.none), "member_epoch": body.member_epoch}
         if body.member_epoch == 0:
             strategy = ASSIGNORS.get(body.server_assignor or "uniform", "sticky")
@@ -68,13 +78,16 @@ class ConsumerProtocolApi:
                 strategies=(strategy,),
                 member_id=body.member_id or None,  # v1: the client chose it (KIP-1082)
             )
+            self._last_reported.put((body.group_id, membership.member_id), frozenset())
         else:
-            owned = self._reported(body.topic_partitions)
-            membership = self._renewed(body, owned)
+            reported = self._reported(body.topic_partitions)
+            membership = self._renewed(body, reported)
+            owned = self._owned(body, reported)
             if owned and set(membership.claimed) & owned:
                 # It held them, lost them unnoticed and got them back: its positions are stale.
                 # Kafka's answer to a member whose partitions are lost: rejoin from the commits.
                 groups.leave(body.group_id, body.member_id)
+                self._last_reported.put((body.group_id, body.member_id), frozenset())
                 return _answer(body, ErrorCode.fenced_member_epoch)
         return {
             "throttle_time": 0,
@@ -97,6 +110,16 @@ class ConsumerProtocolApi:
         release: dict[TopicPartition, Any] = dict.fromkeys(given_up)
         again = groups.heartbeat(body.group_id, body.member_id, owned=owned, release=release)
         return replace(again, claimed=tuple(sorted({*membership.claimed, *again.claimed})))
+
+    def _owned(self, body: Any, reported: set[TopicPartition] | None) -> Owned | None:
+        """What the member believes it owns: what this heartbeat reports, or (null: unchanged)
+        what its last report to this agent said, if this agent has seen one."""
+        key = (body.group_id, body.member_id)
+        if reported is None:
+            return self._last_reported.get(key)
+        owned = frozenset(reported)
+        self._last_reported.put(key, owned)
+        return owned
 
     def _reported(self, topic_partitions: Any) -> set[TopicPartition] | None:
         if topic_partitions is None:

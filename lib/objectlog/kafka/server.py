@@ -223,6 +223,14 @@ class Agent:
         finally:
             elapsed = time.perf_counter() - started
             self.metrics.record(request.api_key, elapsed, error=carries_error(values))
+            logger.debug(
+                "API %d v%d correlation %d from client %s answered in %.1f ms",
+                request.api_key,
+                request.api_version,
+                request.correlation_id,
+                request.client_id,
+                elapsed * 1000,
+            )
 
     async def _send_in_order(
         self,
@@ -238,6 +246,12 @@ class Agent:
             if frame is not None:
                 writer.write(frame)
                 await writer.drain()
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug(
+                        "sent %s the answer to correlation %d",
+                        writer.get_extra_info("peername"),
+                        _correlation_id(frame),
+                    )
 
 
 async def run_agent(log: ObjectLog, config: AgentConfig, *, stop_on_signals: bool = False) -> None:
@@ -281,3 +295,8 @@ class AgentThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=30)
         self.loop.close()
+
+
+def _correlation_id(frame: bytes) -> int:
+    """A response frame's correlation id: every response header starts with it, after the size."""
+    return int.from_bytes(frame[4:8], "big", signed=True)
