@@ -66,7 +66,7 @@ class ConsumerProtocolApi:
             return _answer(body, ErrorCode.inconsistent_group_protocol)
         if body.member_epoch in LEAVE_EPOCHS:
             groups.leave(body.group_id, body.member_id)
-            self._last_reported.put((body.group_id, body.member_id), frozenset())
+            self._owns_nothing(body.group_id, body.member_id)
             return {**_answer(body, ErrorCode.none), "member_epoch": body.member_epoch}
         if body.member_epoch == 0:
             strategy = ASSIGNORS.get(body.server_assignor or "uniform", "sticky")
@@ -78,7 +78,7 @@ class ConsumerProtocolApi:
                 strategies=(strategy,),
                 member_id=body.member_id or None,  # v1: the client chose it (KIP-1082)
             )
-            self._last_reported.put((body.group_id, membership.member_id), frozenset())
+            self._owns_nothing(body.group_id, membership.member_id)
         else:
             reported = self._reported(body.topic_partitions)
             membership = self._renewed(body, reported)
@@ -87,7 +87,7 @@ class ConsumerProtocolApi:
                 # It held them, lost them unnoticed and got them back: its positions are stale.
                 # Kafka's answer to a member whose partitions are lost: rejoin from the commits.
                 groups.leave(body.group_id, body.member_id)
-                self._last_reported.put((body.group_id, body.member_id), frozenset())
+                self._owns_nothing(body.group_id, body.member_id)
                 return _answer(body, ErrorCode.fenced_member_epoch)
         return {
             "throttle_time": 0,
@@ -110,6 +110,10 @@ class ConsumerProtocolApi:
         release: dict[TopicPartition, Any] = dict.fromkeys(given_up)
         again = groups.heartbeat(body.group_id, body.member_id, owned=owned, release=release)
         return replace(again, claimed=tuple(sorted({*membership.claimed, *again.claimed})))
+
+    def _owns_nothing(self, group_id: str, member_id: str) -> None:
+        """A member that joined, left or was fenced holds no partition until it reports some."""
+        self._last_reported.put((group_id, member_id), frozenset())
 
     def _owned(self, body: Any, reported: set[TopicPartition] | None) -> Owned | None:
         """What the member believes it owns: what this heartbeat reports, or (null: unchanged)
