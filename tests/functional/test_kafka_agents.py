@@ -119,7 +119,7 @@ def test_a_group_whose_members_use_different_agents_shares_partitions_and_commit
         assert split == [2, 2], f"{split}; group: {group_state(other_log, 'across')}"
         assert sorted(set(seen)) == [(p, o) for p in range(PARTITIONS) for o in range(10)]
         for member in members:
-            member.commit()
+            commit_once_rejoined(member)
             member.close()
         committed = other_log.groups.committed(
             "across", [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
@@ -129,6 +129,25 @@ def test_a_group_whose_members_use_different_agents_shares_partitions_and_commit
         }
         first.stop()
         second.stop()
+
+
+def commit_once_rejoined(member: Any, timeout_s: float = 15) -> None:
+    """Commit a kafka-python member's positions. A member can still be rejoining when the loop
+    ends: a heartbeat answered REBALANCE_IN_PROGRESS during the last rebalance makes it join
+    once more, and the agent answers with the same generation. kafka-python then refuses a
+    commit with RebalanceInProgressError until poll() completes the join, as its message
+    advises; so poll, then commit again."""
+    from kafka.errors import RebalanceInProgressError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            member.commit()
+            return
+        except RebalanceInProgressError:
+            if time.monotonic() > deadline:
+                raise
+            member.poll(timeout_ms=100)
 
 
 def test_an_agent_killed_mid_produce_loses_nothing_acknowledged_and_duplicates_nothing(
