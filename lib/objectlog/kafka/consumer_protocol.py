@@ -35,15 +35,14 @@ ASSIGNORS = {"uniform": "sticky", "range": "range"}
 REPORTS_KEPT = 10_000  # members whose last reported partitions an agent remembers
 
 
-Owned = frozenset[TopicPartition]
-
-
 class ConsumerProtocolApi:
     def __init__(self, ctx: ApiContext, session_timeout_ms: int = SESSION_TIMEOUT_MS) -> None:
         self.ctx = ctx
         self.session_timeout_ms = session_timeout_ms
         # (group, member) -> the partitions its last heartbeat with them reported owning
-        self._last_reported: LruCache[tuple[str, str], Owned] = LruCache(REPORTS_KEPT)
+        self._last_reported: LruCache[tuple[str, str], frozenset[TopicPartition]] = LruCache(
+            REPORTS_KEPT
+        )
 
     async def consumer_group_heartbeat(self, request: Request) -> dict[str, Any]:
         body = request.body
@@ -82,7 +81,10 @@ class ConsumerProtocolApi:
         else:
             reported = self._reported(body.topic_partitions)
             membership = self._renewed(body, reported)
-            owned = self._owned(body, reported)
+            member = (body.group_id, body.member_id)
+            if reported is not None:  # null: unchanged since the last report
+                self._last_reported.put(member, frozenset(reported))
+            owned = self._last_reported.get(member)  # None: no report seen by this agent
             if owned and set(membership.claimed) & owned:
                 # It held them, lost them unnoticed and got them back: its positions are stale.
                 # Kafka's answer to a member whose partitions are lost: rejoin from the commits.
@@ -114,16 +116,6 @@ class ConsumerProtocolApi:
     def _owns_nothing(self, group_id: str, member_id: str) -> None:
         """A member that joined, left or was fenced holds no partition until it reports some."""
         self._last_reported.put((group_id, member_id), frozenset())
-
-    def _owned(self, body: Any, reported: set[TopicPartition] | None) -> Owned | None:
-        """What the member believes it owns: what this heartbeat reports, or (null: unchanged)
-        what its last report to this agent said, if this agent has seen one."""
-        key = (body.group_id, body.member_id)
-        if reported is None:
-            return self._last_reported.get(key)
-        owned = frozenset(reported)
-        self._last_reported.put(key, owned)
-        return owned
 
     def _reported(self, topic_partitions: Any) -> set[TopicPartition] | None:
         if topic_partitions is None:
