@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
+import zlib
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from objectlog.adapters.aws import dynamodb_client
 from objectlog.adapters.dynamodb import item_from_dynamo
 from objectlog.adapters.dynamodb import item_size as dynamo_item_size
 from objectlog.clients.direct import ObjectLog
@@ -20,7 +23,7 @@ class Tally:
     """Requests by kind, and the sizes of the DynamoDB items they wrote and read."""
 
     counts: Counter[str] = field(default_factory=Counter)
-    written: list[int] = field(default_factory=list)  # head items returned by commits
+    written: list[int] = field(default_factory=list)  # billed sizes of the head items written
     read: list[int] = field(default_factory=list)  # items returned by GetItem/BatchGetItem
     read_heads: list[int] = field(default_factory=list)  # of which partition heads
 
@@ -30,6 +33,19 @@ class Tally:
         self.read += other.read
         self.read_heads += other.read_heads
         return self
+
+
+class WrittenSizes:
+    """The size each item's last write left. DynamoDB bills a write for the larger of the item
+    before and after it: a spill shrinks a head, and is billed for the head it shrank."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, int] = {}
+
+    def billed(self, item: str, size: int) -> int:
+        """The size a write that leaves item at size is billed for."""
+        before, self._last[item] = self._last.get(item, 0), size
+        return max(before, size)
 
 
 class Requests:
@@ -44,14 +60,32 @@ class Requests:
     def __init__(self, log: ObjectLog) -> None:
         self.tally = Tally()
         self._lock = threading.Lock()
+        self._config = log.config
+        self._reader: Any = None  # a DynamoDB client of its own while sizing heads
+        self._one_in = 1
+        self._sizes = WrittenSizes()
         for client in (log.store.client, log.metadata.client):
             self._register(client)
 
+    @contextlib.contextmanager
+    def sizing_heads(self, one_in: int = 1) -> Iterator[None]:
+        """Size the head items commits write, reading back those a commit did not return (a
+        solo writer's pinned commits answer nothing) with a client of its own, not counted.
+        It adds a GetItem to each such commit: for untimed runs, or a sample of the heads
+        (one_in: every write to one head in that many, chosen by its key)."""
+        self._reader, self._one_in = dynamodb_client(self._config), one_in
+        try:
+            yield
+        finally:
+            self._reader = None
+
     def _register(self, client: Any) -> None:
-        client.meta.events.register("before-send", self._count)
-        client.meta.events.register("after-call.dynamodb.UpdateItem", self._written)
-        client.meta.events.register("after-call.dynamodb.GetItem", self._read)
-        client.meta.events.register("after-call.dynamodb.BatchGetItem", self._read)
+        events = client.meta.events
+        events.register("before-send", self._count)
+        events.register("before-parameter-build.dynamodb.UpdateItem", self._remember_key)
+        events.register("after-call.dynamodb.UpdateItem", self._written)
+        events.register("after-call.dynamodb.GetItem", self._read)
+        events.register("after-call.dynamodb.BatchGetItem", self._read)
 
     def _count(self, request: Any, event_name: str, **_: Any) -> None:
         operation = event_name.rsplit(".", 1)[-1]
@@ -60,11 +94,25 @@ class Requests:
         with self._lock:
             self.tally.counts[operation] += 1
 
-    def _written(self, parsed: Mapping[str, Any], **_: Any) -> None:
+    @staticmethod
+    def _remember_key(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["objectlog-key"] = (params["TableName"], params["Key"])
+
+    def _written(self, parsed: Mapping[str, Any], context: Mapping[str, Any], **_: Any) -> None:
+        """The billed size of a head write (WrittenSizes), while sizing_heads."""
+        table, key = context["objectlog-key"]
+        item = repr(sorted(key.items()))
+        if not is_head(key) or self._reader is None or "Error" in parsed:
+            return
+        if zlib.crc32(item.encode()) % self._one_in:
+            return
         attributes = parsed.get("Attributes")
-        if attributes and "tail" in attributes:
-            with self._lock:
-                self.tally.written.append(item_size(attributes))
+        if not (attributes and "tail" in attributes):
+            attributes = self._reader.get_item(TableName=table, Key=key, ConsistentRead=True)[
+                "Item"
+            ]
+        with self._lock:
+            self.tally.written.append(self._sizes.billed(item, item_size(attributes)))
 
     def _read(self, parsed: Mapping[str, Any], **_: Any) -> None:
         items = [parsed["Item"]] if "Item" in parsed else []

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from bench.costs import SECONDS_PER_MONTH, spending
-from bench.meter import Tally, is_head
+from bench.meter import Tally, WrittenSizes, is_head
 from bench.run import PRODUCED, READ, Priced, priced_requests, read_units, write_units
 
 PUT, GET = 0.005 / 1000, 0.0004 / 1000  # USD per request
@@ -25,7 +25,14 @@ def line(lines: Sequence[Priced], kind: str) -> Priced:
 def test_request_units_round_up_item_by_item() -> None:
     # 1 WRU per KiB of each item written, 1 RRU per 4 KiB of each item read; never below 1.
     assert write_units(Tally(written=[1024, 1025, 10])) == pytest.approx((1 + 2 + 1) / 3)
-    assert write_units(Tally()) == 1.0
+    with pytest.raises(ValueError, match="sizing_heads"):
+        write_units(Tally())  # nothing sized: no figure rather than a guess
+
+
+def test_a_write_is_billed_for_the_larger_of_the_item_before_and_after_it() -> None:
+    sizes = WrittenSizes()
+    assert [sizes.billed("head 0", size) for size in (300, 900, 400, 500)] == [300, 900, 900, 500]
+    assert sizes.billed("head 1", 200) == 200  # each item on its own
     assert read_units([4096, 4097, 0]) == 1 + 2 + 1
 
 
