@@ -259,6 +259,56 @@ def test_a_new_kafka_epoch_fences_the_old_one_and_starts_at_zero(stores: ItemSto
     assert head is not None and head.next_offset == 9
 
 
+def test_kafka_batches_on_the_head_the_writer_knows_answer_the_head_as_stored(
+    stores: ItemStores,
+) -> None:
+    """The Kafka agent's commits on the head its last one answered: the same offsets and the
+    same head, windows and item size included, as reading it back; past the five-batch
+    window's wrap, and for two producers taking turns."""
+    t = created(stores, topic())
+    m = stores.metadata
+    known = m.commit(kafka(t, 0)).head  # the window starts: read back
+    batches = [kafka(t, 0)]
+    for records in range(1, 8):
+        last = batches[-1].kafka
+        assert known is not None and last is not None
+        batches.append(replace(kafka(t, last.last + 1, records), known_head=known))
+        result = m.commit(batches[-1])
+        assert (result.base_offset, result.duplicate) == (known.next_offset, False)
+        known = result.head
+        assert known is not None and known == m.get_head("t", 0)
+    other = replace(kafka(t, 0), producer_id="k7")
+    known = m.commit(replace(other, known_head=known)).head  # its window starts: read back
+    for first in (3, 6):
+        known = m.commit(replace(kafka(t, first), producer_id="k7", known_head=known)).head
+        assert known is not None and known == m.get_head("t", 0)
+    again = m.commit(replace(batches[6], known_head=known))  # a retry, on the newest head
+    assert (again.base_offset, again.duplicate) == (batches[6].known_head.next_offset, True)  # type: ignore[union-attr]
+    state = m.get_head("t", 0).producers["k42"]  # type: ignore[union-attr]
+    assert state.window is not None and state.window.batches == 8
+
+
+def test_a_kafka_batch_on_an_out_of_date_known_head_lands_once_at_the_true_offset(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    m = stores.metadata
+    m.commit(kafka(t, 0))
+    known = m.commit(kafka(t, 3)).head
+    m.commit(commit(t, pid="p", seq=0))  # another writer: next moved past the known head
+    mine = replace(kafka(t, 6), known_head=known)
+    landed = m.commit(mine)
+    assert (landed.base_offset, landed.duplicate) == (9, False)
+    assert landed.head == m.get_head("t", 0)
+    again = m.commit(mine)  # a retry whose answer was lost, on the same known head
+    assert (again.base_offset, again.duplicate) == (9, True)
+    m.commit(kafka(t, 0, epoch=1))  # a new epoch fences the known head's window
+    with pytest.raises(ProducerFenced):
+        m.commit(replace(kafka(t, 9), known_head=landed.head))
+    head = m.get_head("t", 0)
+    assert head is not None and head.next_offset == 15
+
+
 def test_kafka_producer_ids_are_never_handed_out_twice(stores: ItemStores) -> None:
     ids = [stores.metadata.next_producer_id() for _ in range(3)]
     assert ids == [0, 1, 2]

@@ -47,8 +47,8 @@ from objectlog.stores.metadata import (
     CommitResult,
     PartitionHead,
     ProducerState,
-    apply_commit,
     commit_applies,
+    committed,
     explain_failed_commit,
     pinned_head,
 )
@@ -106,11 +106,12 @@ def parse_head(topic: str, partition: int, item: Mapping[str, Any]) -> Partition
     )
 
 
-def item_bytes_after(commit: Commit, known: PartitionHead) -> int:
-    """The head item's billed size after a commit on the known head, by adapters.dynamodb's
-    rules: its ref appended (or the tail a carried spill leaves, with the spill's pointers and
-    expired producers gone), next moved, the producer's entries set. known.item_bytes is the
-    item's as read, so this is exact."""
+def item_bytes_after(commit: Commit, known: PartitionHead, new: PartitionHead) -> int:
+    """The head item's billed size after a commit on the known head (new: the head it left,
+    metadata.committed), by adapters.dynamodb's rules: its ref appended (or the tail a carried
+    spill leaves, with the spill's pointers and expired producers gone), next moved, the
+    producer's entries set (a Kafka producer's window). known.item_bytes is the item's as
+    read, so this is exact."""
     size = known.item_bytes + _number_change(known.next_offset, commit.ref.span)
     spill = commit.spill
     if spill is None:
@@ -125,8 +126,8 @@ def item_bytes_after(commit: Commit, known: PartitionHead) -> int:
             size -= _producer_bytes(expired, known.producers.get(expired))
     pid = commit.producer_id
     if pid is not None:
-        now = ProducerState(commit.sequence, known.next_offset, commit.now_s)
-        size += _producer_bytes(pid, now) - _producer_bytes(pid, known.producers.get(pid))
+        size += _producer_bytes(pid, new.producers.get(pid))
+        size -= _producer_bytes(pid, known.producers.get(pid))
     return size
 
 
@@ -341,19 +342,23 @@ class DynamoMetadata(KafkaCommits):
         the writer knows (metadata.pinned_head), conditional on it and answering nothing: the
         new head is computed. If only the known head was out of date, committed again as
         usual, returning the head."""
-        if commit.kafka is not None:
-            return self._kafka_commit(commit)
         known = pinned_head(commit)
         if known is not None:
-            written = self._update_head(commit, known)
+            written = (
+                self._kafka_append(commit, known)
+                if commit.kafka is not None
+                else self._update_head(commit, known)
+            )
             if written.applied:
-                head = replace(
-                    apply_commit(commit, known), item_bytes=item_bytes_after(commit, known)
-                )
+                head = committed(commit, known)
+                head = replace(head, item_bytes=item_bytes_after(commit, known, head))
                 return CommitResult(known.next_offset, head)
-            now = self._head_as_it_was(commit, written)
-            if not commit_applies(commit, now):
-                return explain_failed_commit(commit, now)
+            if commit.kafka is None:
+                now = self._head_as_it_was(commit, written)
+                if not commit_applies(commit, now):
+                    return explain_failed_commit(commit, now)
+        if commit.kafka is not None:
+            return self._kafka_commit(commit)
         written = self._update_head(commit, None)
         if not written.applied:
             return explain_failed_commit(commit, self._head_as_it_was(commit, written))
@@ -372,11 +377,7 @@ class DynamoMetadata(KafkaCommits):
             update.values.update({":seq": commit.sequence, ":now": commit.now_s})
             producer_sets = ["ps.#kb = #next", "ps.#ks = :seq", "ps.#kt = :now"]
         if known is not None:
-            update.condition += " AND #next = :base"
-            update.values[":base"] = known.next_offset
-            if commit.spill is None:  # a carried spill's condition pins the epoch already
-                update.condition += " AND ie = :ie"
-                update.values[":ie"] = known.index_epoch
+            update.pin(known)
         elif pid is not None and commit.allow_sequence_gaps:
             update.condition += " AND (attribute_not_exists(ps.#ks) OR ps.#ks < :seq)"
         elif pid is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from objectlog.stores.metadata import CarriedSpill, Commit
+from objectlog.stores.metadata import CarriedSpill, Commit, PartitionHead
 
 
 @dataclass
@@ -21,6 +21,15 @@ class HeadCommit:
     values: dict[str, Any]
     sets: list[str]  # the ref appended, or the tail a carried spill leaves plus the ref
     removes: list[str] = field(default_factory=list)
+
+    def pin(self, known: PartitionHead) -> None:
+        """Make the write conditional on the head the writer knows (metadata.pinned_head): its
+        next offset and index epoch, which every other change a writer plans from moves."""
+        self.condition += " AND #next = :base"
+        self.values[":base"] = known.next_offset
+        if ":ie" not in self.values:  # a carried spill's condition pins the epoch already
+            self.condition += " AND ie = :ie"
+            self.values[":ie"] = known.index_epoch
 
     def expression(self, producer_sets: list[str]) -> str:
         """The update expression, with the producer state's paths set before ``next`` moves."""

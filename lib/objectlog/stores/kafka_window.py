@@ -187,22 +187,32 @@ class KafkaCommits:
         )
         return 0
 
-    def _kafka_append(self, commit: Commit, batches: int) -> Any:
+    def _kafka_append(self, commit: Commit, at: int | PartitionHead) -> Any:
         """The ref appended (the base copied from the old ``next`` first), the window's slot
-        written, ``next`` moved; and the spill the commit carries, if any, in the same write."""
+        written, ``next`` moved; and the spill the commit carries, if any, in the same write.
+        at: the window's batch count, or the head the writer knows (metadata.pinned_head),
+        whose window gives the count: the write is then pinned on it and answers nothing."""
         assert commit.producer_id is not None
-        window_sets, window_condition, window_values = append_expression(commit, batches)
+        known = at if isinstance(at, PartitionHead) else None
+        if known is not None:
+            window = known.producers[commit.producer_id].window
+            assert window is not None
+            at = window.batches
+        assert isinstance(at, int)
+        window_sets, window_condition, window_values = append_expression(commit, at)
         update = head_commit(commit)
         update.names["#kw"] = window_attribute(commit.producer_id)
         update.values.update(window_values)
         update.condition += f" AND {window_condition}"
+        if known is not None:
+            update.pin(known)
         return self.table.update(
             self._head_key(commit),
             update.expression(window_sets),
             condition=update.condition,
             names=update.names,
             values=update.values,
-            returns="ALL_NEW",
+            returns="NONE" if known is not None else "ALL_NEW",
             repeatable=False,
             what="UpdateItem head (commit)",
         )

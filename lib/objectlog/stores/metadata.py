@@ -280,13 +280,24 @@ def pinned_head(commit: Commit) -> PartitionHead | None:
     """The known head a commit can be conditional on, instead of reading the head back:
     one its condition would hold on. A store pins its next offset and index epoch, the two
     that every other change of a head moves (appends move next; spills and compaction swaps
-    the epoch), so the new head is apply_commit(commit, known), but for what moves neither:
-    the GC horizon, the compactor epoch and Kafka producers' windows (writers plan nothing
-    from them). Not for Kafka commits (they read the head back)."""
+    the epoch), so the new head is committed(commit, known), but for what moves neither: the
+    GC horizon, the compactor epoch and other Kafka producers' windows (writers plan nothing
+    from them). A Kafka batch's own window stays in its condition (its batch count, epoch and
+    last sequence), so a window started or moved since is noticed too."""
     known = commit.known_head
-    if known is None or commit.kafka is not None:
+    if known is None:
         return None
-    return known if commit_applies(commit, known) else None
+    applies = kafka_applies if commit.kafka is not None else commit_applies
+    return known if applies(commit, known) else None
+
+
+def committed(commit: Commit, known: PartitionHead) -> PartitionHead:
+    """The head after a commit whose condition held on the known head (pinned_head's)."""
+    if commit.kafka is None:
+        return apply_commit(commit, known)
+    _, new = kafka_commit(commit, known)
+    assert new is not None, "a pinned Kafka batch follows its window"
+    return new
 
 
 def spill_applies(spill: CarriedSpill, head: PartitionHead) -> bool:
@@ -377,6 +388,22 @@ def kafka_verdict(commit: Commit, head: PartitionHead) -> str | CommitResult:
         f"{commit.topic}/{commit.partition}, but its last committed sequence there is "
         f"{state.sequence}"
     )
+
+
+def kafka_applies(commit: Commit, head: PartitionHead | None) -> bool:
+    """A Kafka batch's condition, as KafkaCommits states it once the window is started: the
+    topic, the GC horizon, the head a carried spill was planned on, and a window the batch
+    follows (kafka_verdict's APPLY)."""
+    if head is None or head.topic_id != commit.topic_id:
+        return False
+    if head.gc_horizon >= commit.object_time_ms:
+        return False
+    if commit.spill is not None and not spill_applies(commit.spill, head):
+        return False
+    try:
+        return kafka_verdict(commit, head) == APPLY
+    except (ProducerFenced, OutOfOrderSequence):  # on this head: not one to pin
+        return False
 
 
 def kafka_commit(
