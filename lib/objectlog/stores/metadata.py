@@ -258,13 +258,19 @@ def explain_failed_commit(commit: Commit, head: PartitionHead | None) -> CommitR
     raise StorageUnavailable(f"commit to {commit.topic}/{commit.partition} failed its condition")
 
 
-def commit_applies(commit: Commit, head: PartitionHead | None) -> bool:
-    """The commit's condition, as DynamoMetadata's ConditionExpression states it."""
+def head_condition_holds(commit: Commit, head: PartitionHead | None) -> bool:
+    """The part of the condition every commit shares (stores.head_commit): the topic, the GC
+    horizon and, for a carried spill, the head it was planned on."""
     if head is None or head.topic_id != commit.topic_id:
         return False
     if head.gc_horizon >= commit.object_time_ms:
         return False
-    if commit.spill is not None and not spill_applies(commit.spill, head):
+    return commit.spill is None or spill_applies(commit.spill, head)
+
+
+def commit_applies(commit: Commit, head: PartitionHead | None) -> bool:
+    """The commit's condition, as DynamoMetadata's ConditionExpression states it."""
+    if head is None or not head_condition_holds(commit, head):
         return False
     if commit.producer_id is None:
         return True
@@ -394,11 +400,7 @@ def kafka_applies(commit: Commit, head: PartitionHead | None) -> bool:
     """A Kafka batch's condition, as KafkaCommits states it once the window is started: the
     topic, the GC horizon, the head a carried spill was planned on, and a window the batch
     follows (kafka_verdict's APPLY)."""
-    if head is None or head.topic_id != commit.topic_id:
-        return False
-    if head.gc_horizon >= commit.object_time_ms:
-        return False
-    if commit.spill is not None and not spill_applies(commit.spill, head):
+    if head is None or not head_condition_holds(commit, head):
         return False
     try:
         return kafka_verdict(commit, head) == APPLY
