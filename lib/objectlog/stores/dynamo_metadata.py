@@ -345,7 +345,7 @@ class DynamoMetadata(KafkaCommits):
         known = pinned_head(commit)
         if known is not None:
             written = (
-                self._kafka_append(commit, known)
+                self._kafka_append_on(commit, known)
                 if commit.kafka is not None
                 else self._update_head(commit, known)
             )

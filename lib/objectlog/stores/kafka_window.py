@@ -187,19 +187,21 @@ class KafkaCommits:
         )
         return 0
 
-    def _kafka_append(self, commit: Commit, at: int | PartitionHead) -> Any:
+    def _kafka_append_on(self, commit: Commit, known: PartitionHead) -> Any:
+        """_kafka_append on the head the writer knows (metadata.pinned_head): at its window's
+        batch count, pinned on it, answering nothing."""
+        window = known.producers[commit.producer_id or ""].window
+        assert window is not None
+        return self._kafka_append(commit, window.batches, known)
+
+    def _kafka_append(
+        self, commit: Commit, batches: int, known: PartitionHead | None = None
+    ) -> Any:
         """The ref appended (the base copied from the old ``next`` first), the window's slot
         written, ``next`` moved; and the spill the commit carries, if any, in the same write.
-        at: the window's batch count, or the head the writer knows (metadata.pinned_head),
-        whose window gives the count: the write is then pinned on it and answers nothing."""
+        Pinned on the known head if given (HeadCommit.pin), and then answering nothing."""
         assert commit.producer_id is not None
-        known = at if isinstance(at, PartitionHead) else None
-        if known is not None:
-            window = known.producers[commit.producer_id].window
-            assert window is not None
-            at = window.batches
-        assert isinstance(at, int)
-        window_sets, window_condition, window_values = append_expression(commit, at)
+        window_sets, window_condition, window_values = append_expression(commit, batches)
         update = head_commit(commit)
         update.names["#kw"] = window_attribute(commit.producer_id)
         update.values.update(window_values)

@@ -258,12 +258,10 @@ def explain_failed_commit(commit: Commit, head: PartitionHead | None) -> CommitR
     raise StorageUnavailable(f"commit to {commit.topic}/{commit.partition} failed its condition")
 
 
-def head_condition_holds(commit: Commit, head: PartitionHead | None) -> bool:
+def head_condition_holds(commit: Commit, head: PartitionHead) -> bool:
     """The part of the condition every commit shares (stores.head_commit): the topic, the GC
     horizon and, for a carried spill, the head it was planned on."""
-    if head is None or head.topic_id != commit.topic_id:
-        return False
-    if head.gc_horizon >= commit.object_time_ms:
+    if head.topic_id != commit.topic_id or head.gc_horizon >= commit.object_time_ms:
         return False
     return commit.spill is None or spill_applies(commit.spill, head)
 
