@@ -269,7 +269,8 @@ def test_the_compaction_loop_stops_on_ctrl_c_or_sigterm_even_started_with_sigint
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, **log_env, "PYTHONUNBUFFERED": "1"},
+            # faulthandler: SIGABRT prints every thread's stack, for a run that does not stop
+            env={**os.environ, **log_env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"},
         )
     finally:
         signal.signal(signal.SIGINT, inherited)
@@ -278,7 +279,11 @@ def test_the_compaction_loop_stops_on_ctrl_c_or_sigterm_even_started_with_sigint
         while TOPIC not in process.stdout.readline():  # the first run's report
             assert process.poll() is None, process.communicate()
         process.send_signal(signum)
-        _, stderr = process.communicate(timeout=30)
+        try:
+            _, stderr = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            pytest.fail(f"still running 30 s after {signum.name}:\n{process.communicate()[1]}")
     finally:
         if process.poll() is None:
             process.kill()
