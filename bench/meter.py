@@ -101,9 +101,9 @@ class Requests:
     def _written(self, parsed: Mapping[str, Any], context: Mapping[str, Any], **_: Any) -> None:
         """The billed size of a head write (WrittenSizes), while sizing_heads."""
         table, key = context["objectlog-key"]
-        item = repr(sorted(key.items()))
-        if not is_head(key) or self._reader is None or "Error" in parsed:
+        if self._reader is None or "Error" in parsed or not is_head(key):
             return
+        item = repr(sorted(key.items()))
         if zlib.crc32(item.encode()) % self._one_in:
             return
         attributes = parsed.get("Attributes")

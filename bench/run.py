@@ -334,17 +334,18 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     send = producer.send
     loop_seconds: list[float] = []
 
-    def send_flushes(to: str, count: int) -> float:
+    def send_flushes(to: str, count: int, sent: list[float]) -> float:
+        """count flushes to topic to, flushed: the seconds in all, and the send() loop's in sent."""
         started = time.perf_counter()
         for _ in range(count):
             for i, key in enumerate(keys):
                 send(to, value, key, partition=i % PARTITIONS)
-        loop_seconds.append(time.perf_counter() - started)
+        sent.append(time.perf_counter() - started)
         producer.flush()
         return time.perf_counter() - started
 
     def ours() -> float:
-        return send_flushes(topic, flushes)
+        return send_flushes(topic, flushes, loop_seconds)
 
     ours()  # warm up: clients, connections, the topic cache
     floor = ProduceFloor(log, producer.stats.bytes_put // producer.stats.objects_put)
@@ -378,8 +379,7 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     bench.facts["floor"], bench.facts["own"] = floor, own
     stats = {k: getattr(producer.stats, k) - v for k, v in before.items()}
     log.create_topic(SIZED_TOPIC, partitions=PARTITIONS)
-    tally.written = head_writes_sized(bench, lambda: send_flushes(SIZED_TOPIC, SIZED_FLUSHES))
-    loop_seconds.pop()
+    tally.written = head_writes_sized(bench, lambda: send_flushes(SIZED_TOPIC, SIZED_FLUSHES, []))
     producer.close()
 
     mib = flushes * RECORDS_PER_FLUSH * RECORD_BYTES / MIB

@@ -268,13 +268,14 @@ def test_kafka_batches_on_the_head_the_writer_knows_answer_the_head_as_stored(
     t = created(stores, topic())
     m = stores.metadata
     known = m.commit(kafka(t, 0)).head  # the window starts: read back
-    batches = [kafka(t, 0)]
+    batches, bases = [kafka(t, 0)], [0]
     for records in range(1, 8):
         last = batches[-1].kafka
         assert known is not None and last is not None
         batches.append(replace(kafka(t, last.last + 1, records), known_head=known))
         result = m.commit(batches[-1])
         assert (result.base_offset, result.duplicate) == (known.next_offset, False)
+        bases.append(result.base_offset)
         known = result.head
         assert known is not None and known == m.get_head("t", 0)
     other = replace(kafka(t, 0), producer_id="k7")
@@ -283,9 +284,11 @@ def test_kafka_batches_on_the_head_the_writer_knows_answer_the_head_as_stored(
         known = m.commit(replace(kafka(t, first), producer_id="k7", known_head=known)).head
         assert known is not None and known == m.get_head("t", 0)
     again = m.commit(replace(batches[6], known_head=known))  # a retry, on the newest head
-    assert (again.base_offset, again.duplicate) == (batches[6].known_head.next_offset, True)  # type: ignore[union-attr]
-    state = m.get_head("t", 0).producers["k42"]  # type: ignore[union-attr]
-    assert state.window is not None and state.window.batches == 8
+    assert (again.base_offset, again.duplicate) == (bases[6], True)
+    head = m.get_head("t", 0)
+    assert head is not None
+    window = head.producers["k42"].window
+    assert window is not None and window.batches == 8
 
 
 def test_a_kafka_batch_on_an_out_of_date_known_head_lands_once_at_the_true_offset(

@@ -27,13 +27,13 @@ def test_request_units_round_up_item_by_item() -> None:
     assert write_units(Tally(written=[1024, 1025, 10])) == pytest.approx((1 + 2 + 1) / 3)
     with pytest.raises(ValueError, match="sizing_heads"):
         write_units(Tally())  # nothing sized: no figure rather than a guess
+    assert read_units([4096, 4097, 0]) == 1 + 2 + 1
 
 
 def test_a_write_is_billed_for_the_larger_of_the_item_before_and_after_it() -> None:
     sizes = WrittenSizes()
     assert [sizes.billed("head 0", size) for size in (300, 900, 400, 500)] == [300, 900, 900, 500]
     assert sizes.billed("head 1", 200) == 200  # each item on its own
-    assert read_units([4096, 4097, 0]) == 1 + 2 + 1
 
 
 def test_priced_requests_by_kind_and_side() -> None:
