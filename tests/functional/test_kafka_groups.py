@@ -23,6 +23,7 @@ from objectlog.kafka.wire import request_schema, response_schema
 from tests.faults import FaultInjector
 from tests.functional.test_kafka_agent import exchange, frame
 from tests.kafka_group_state import group_state
+from tests.kafka_python_members import kafka_python_member as kafka_python_group_member
 
 TOPIC = "events"
 PARTITIONS = 4
@@ -54,18 +55,7 @@ def produce(log: ObjectLog, per_partition: int, start: int = 0) -> None:
 
 
 def kafka_python_member(address: str, **options: Any) -> Any:
-    from kafka import KafkaConsumer
-
-    return KafkaConsumer(
-        TOPIC,
-        bootstrap_servers=address,
-        group_id="g",
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        heartbeat_interval_ms=200,
-        session_timeout_ms=6000,
-        **options,
-    )
+    return kafka_python_group_member(address, TOPIC, "g", session_timeout_ms=6000, **options)
 
 
 def poll_until(consumers: list[Any], done: Any, timeout_s: float = 20) -> list[Any]:

@@ -578,6 +578,7 @@ class Workload:
         )
         consumers.append(consumer)
         consumer.subscribe([TOPIC], listener=Moved())
+        learn_partitions_before_joining(consumer, TOPIC)
         crash = rng.random() < 0.5 and not self.stop_producing.is_set()  # none while draining
         life = rng.randint(5, 40)  # polls before it crashes or leaves
         polls = 0
@@ -816,6 +817,29 @@ def forget_positions(consumer: Any) -> None:
     subscription = getattr(consumer, "_subscription", None)
     if subscription is not None and hasattr(subscription, "assign_from_subscribed"):
         subscription.assign_from_subscribed([])
+
+
+def learn_partitions_before_joining(consumer: Any, topic: str, timeout_s: float = 10) -> None:
+    """Work around a kafka-python 3.0.12 bug that can leave a group's leader stuck mid-join
+    for good: block until the consumer's metadata has the topic's partitions, before its first
+    poll() joins the group.
+
+    The first poll() sends JoinGroup and Metadata together. When the join answers first, the
+    leader assigns without partitions ("No partition metadata for topic"), and rejoins once the
+    metadata arrives, because the partitions it assigned from changed. Only that difference
+    asks for the rejoin; the client's rejoin flag stays down. If poll()'s timeout ends while
+    the JoinGroup or SyncGroup is in flight, the join's own assignment makes the two agree
+    again, so every later poll() finds no rejoin needed and never completes the join it left in
+    flight. The member keeps no partitions and, heartbeats being off during a join, never
+    learns of the next rebalance: the group waits for it for the whole rebalance timeout, then
+    drops it. Java's client asks rejoinNeededOrPending(), and kafka-python 2.x checked its
+    pending join (dpkp/kafka-python#1695); 3.0's asynchronous join checks only need_rejoin().
+    Seen twice in 60 runs of the two-agent group test, with kafka-python's DEBUG log."""
+    deadline = time.monotonic() + timeout_s
+    while not consumer.partitions_for_topic(topic):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"kafka-python never learned the partitions of {topic!r}")
+        time.sleep(0.05)
 
 
 def _kafka_outcome(client: str, partition: int, value: bytes, told: Any) -> Produce:
