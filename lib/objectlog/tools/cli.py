@@ -34,7 +34,7 @@ from objectlog.groups import TopicPartition
 from objectlog.services.fetch import FetchRequest
 from objectlog.tools.emulators.processes import EmulatorError
 from objectlog.tools.extras import require
-from objectlog.tools.signals import interrupt_on_stop_signals
+from objectlog.tools.signals import interrupt_on_stop_signals, sleep_interruptibly
 
 F = TypeVar("F", bound=Callable[..., Any])
 FETCH_WAIT_S = 0.2
@@ -276,8 +276,7 @@ def _serve_until_interrupted() -> None:
     """Until Ctrl-C (SIGINT) or SIGTERM, also when started with SIGINT ignored."""
     interrupt_on_stop_signals()
     try:
-        while True:
-            time.sleep(0.5)
+        sleep_interruptibly()
     except KeyboardInterrupt:
         click.echo("stopped.")
 
@@ -779,7 +778,7 @@ def _direct_log(ctx: click.Context) -> ObjectLog:
 
 
 def _wait_for_next_run(interval_s: float) -> None:
-    time.sleep(interval_s)
+    sleep_interruptibly(interval_s)
 
 
 def _compact_once(
