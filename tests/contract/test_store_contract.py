@@ -312,6 +312,26 @@ def test_a_kafka_batch_on_an_out_of_date_known_head_lands_once_at_the_true_offse
     assert head is not None and head.next_offset == 15
 
 
+@pytest.mark.parametrize("stores", ["dynamodb"], indirect=True)
+def test_a_kafka_retry_on_a_known_head_is_told_a_duplicate_by_its_one_failed_write(
+    stores: ItemStores,
+) -> None:
+    """The failed write's answer is the head as it is: it tells the retry apart, with no
+    second write at the agent's batch count and no read."""
+    t = created(stores, topic())
+    m = stores.metadata
+    m.commit(kafka(t, 0))
+    known = m.commit(kafka(t, 3)).head
+    mine = replace(kafka(t, 6), known_head=known)
+    m.commit(mine)
+    calls: list[str] = []
+    events = m.table.client.meta.events  # type: ignore[attr-defined]
+    events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
+    again = m.commit(mine)  # its answer was lost: the window has moved past it
+    assert (again.base_offset, again.duplicate) == (6, True)
+    assert calls == ["UpdateItem"]
+
+
 def test_kafka_producer_ids_are_never_handed_out_twice(stores: ItemStores) -> None:
     ids = [stores.metadata.next_producer_id() for _ in range(3)]
     assert ids == [0, 1, 2]

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from objectlog.adapters.dynamodb import DynamoTable
+from objectlog.adapters.dynamodb import DynamoTable, Written
 from objectlog.errors import StorageUnavailable, TopicNotFound
 from objectlog.stores.head_commit import head_commit
 from objectlog.stores.metadata import (
@@ -123,28 +123,29 @@ class KafkaCommits:
     def _head_key(self, commit: Commit) -> dict[str, str]:
         raise NotImplementedError
 
-    def _kafka_commit(self, commit: Commit) -> CommitResult:
+    def _head_as_it_was(self, commit: Commit, failed: Written) -> PartitionHead | None:
+        raise NotImplementedError
+
+    def _kafka_commit(self, commit: Commit, failed: Written | None = None) -> CommitResult:
         """A Kafka producer's batch: its window started if the head holds none for its epoch,
-        then the ref appended and the window advanced in one conditional UpdateItem."""
+        then the ref appended and the window advanced in one conditional UpdateItem. `failed`:
+        a write of it on the head the agent knew that failed, whose answer is the head as it is
+        (so a retry or a fenced epoch is told apart without another write)."""
         assert commit.kafka is not None
         seen = commit.kafka.batches_seen
         for _ in range(KAFKA_COMMIT_TRIES):
-            if seen is None:
-                head = self.get_head(commit.topic, commit.partition)
-                verdict = self._kafka_position(commit, head)
-            else:
+            if failed is None and seen is not None:
                 written = self._kafka_append(commit, seen)
                 if written.applied:
                     assert written.item is not None
-                    head = self._parse_head(commit.topic, commit.partition, written.item)
-                    return CommitResult(head.next_offset - commit.ref.span, head)
-                old = written.item  # None: absent, or a server that does not return it
-                head = (
-                    self._parse_head(commit.topic, commit.partition, old)
-                    if old is not None
-                    else self.get_head(commit.topic, commit.partition)
-                )
-                verdict = self._kafka_position(commit, head)
+                    after = self._parse_head(commit.topic, commit.partition, written.item)
+                    return CommitResult(after.next_offset - commit.ref.span, after)
+                failed = written
+            if failed is None:
+                head = self.get_head(commit.topic, commit.partition)
+            else:
+                head, failed = self._head_as_it_was(commit, failed), None
+            verdict = self._kafka_position(commit, head)
             if isinstance(verdict, CommitResult):
                 return verdict
             seen = verdict
@@ -187,7 +188,7 @@ class KafkaCommits:
         )
         return 0
 
-    def _kafka_append_on(self, commit: Commit, known: PartitionHead) -> Any:
+    def _kafka_append_on(self, commit: Commit, known: PartitionHead) -> Written:
         """_kafka_append on the head the writer knows (metadata.pinned_head): at its window's
         batch count, pinned on it, answering nothing."""
         window = known.producers[commit.producer_id or ""].window
@@ -196,7 +197,7 @@ class KafkaCommits:
 
     def _kafka_append(
         self, commit: Commit, batches: int, known: PartitionHead | None = None
-    ) -> Any:
+    ) -> Written:
         """The ref appended (the base copied from the old ``next`` first), the window's slot
         written, ``next`` moved; and the spill the commit carries, if any, in the same write.
         Pinned on the known head if given (HeadCommit.pin), and then answering nothing."""
