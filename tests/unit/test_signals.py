@@ -19,8 +19,8 @@ from objectlog.tools.signals import interrupt_on_stop_signals, sleep_interruptib
 interrupt_on_stop_signals()
 threading.Thread(target=time.sleep, args=(120,), daemon=True).start()
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-print("sleeping", flush=True)
 try:
+    print("sleeping", flush=True)  # in the try: the handler may run as soon as it is read
     sleep_interruptibly(%s)
     print("woke", flush=True)
 except KeyboardInterrupt:
