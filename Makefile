@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
+.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one.
@@ -156,6 +156,21 @@ test-kafka-clients: prereqs .venv-kafka/.installed-stamp
 		.venv-kafka/bin/uv pip install --quiet --python .venv-kafka/bin/python $${entry//,/ } || exit 1; \
 		.venv-kafka/bin/python -m pytest -p no:cacheprovider $(KAFKA_TESTS) || exit 1; \
 	done
+
+# Races between the Kafka clients and the agent, and around signals, show in repetition: these
+# tests LOOPS times in two runs side by side; a failing run's output stays in build/flakes/.
+LOOPS ?= 10
+FLAKE_TESTS := $(KAFKA_TESTS) tests/unit/test_signals.py tests/functional/test_compact_function.py
+check-flakes: install prereqs
+	@rm -rf build/flakes && mkdir -p build/flakes
+	@for side in a b; do \
+		(for i in $$(seq $(LOOPS)); do \
+			out=build/flakes/$$side-$$i.log; \
+			if $(BIN)/python -m pytest -q -p no:cacheprovider $(FLAKE_TESTS) > $$out 2>&1; \
+			then rm $$out; echo "$$side $$i: passed"; else echo "$$side $$i: FAILED, see $$out"; fi; \
+		done) & \
+	done; wait
+	@if ls build/flakes/*.log > /dev/null 2>&1; then echo "check-flakes: failures kept in build/flakes/"; exit 1; fi
 
 # Long checks kept out of `make test`: the model-based compaction test with many more cases.
 check-long: install
