@@ -343,7 +343,6 @@ class DynamoMetadata(KafkaCommits):
         new head is computed. If only the known head was out of date, committed again as
         usual, returning the head."""
         known = pinned_head(commit)
-        failed = None
         if known is not None:
             written = (
                 self._kafka_append_on(commit, known)
@@ -355,13 +354,12 @@ class DynamoMetadata(KafkaCommits):
                 head = replace(head, item_bytes=item_bytes_after(commit, known, head))
                 return CommitResult(known.next_offset, head)
             if commit.kafka is not None:
-                failed = written
-            else:
-                now = self._head_as_it_was(commit, written)
-                if not commit_applies(commit, now):
-                    return explain_failed_commit(commit, now)
-        if commit.kafka is not None:
-            return self._kafka_commit(commit, failed)
+                return self._kafka_commit(commit, written)
+            now = self._head_as_it_was(commit, written)
+            if not commit_applies(commit, now):
+                return explain_failed_commit(commit, now)
+        elif commit.kafka is not None:
+            return self._kafka_commit(commit)
         written = self._update_head(commit, None)
         if not written.applied:
             return explain_failed_commit(commit, self._head_as_it_was(commit, written))
