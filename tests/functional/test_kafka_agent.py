@@ -24,8 +24,9 @@ from kio.serial import entity_reader, entity_writer
 
 from objectlog import ObjectLog
 from objectlog.format.partitioner import partition_for_key
-from objectlog.kafka.server import AgentConfig, AgentThread
+from objectlog.kafka.server import AgentThread
 from objectlog.kafka.wire import request_schema, response_schema
+from tests.kafka_agent_config import agent_config
 
 TOPIC = "orders"
 PARTITIONS = 3
@@ -36,7 +37,7 @@ Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None]
 @pytest.fixture
 def agent(log: ObjectLog) -> Iterator[AgentThread]:
     log.create_topic(TOPIC, partitions=PARTITIONS)
-    running = AgentThread(log, AgentConfig(port=0)).start()
+    running = AgentThread(log, agent_config()).start()
     yield running
     running.stop()
 

@@ -16,7 +16,8 @@ import pytest
 
 from objectlog import ObjectLog
 from objectlog.groups import TopicPartition
-from objectlog.kafka.server import AgentConfig, AgentThread
+from objectlog.kafka.server import AgentThread
+from tests.kafka_agent_config import agent_config
 from tests.kafka_group_state import group_state
 from tests.kafka_python_members import kafka_python_member
 
@@ -78,7 +79,7 @@ def topic(log: ObjectLog) -> None:
 
 
 def agent(log: ObjectLog, **options: Any) -> AgentThread:
-    return AgentThread(log, AgentConfig(port=0, **options)).start()
+    return AgentThread(log, agent_config(**options)).start()
 
 
 def test_a_group_whose_members_use_different_agents_shares_partitions_and_commits(

@@ -13,9 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from objectlog import ObjectLog
-from objectlog.kafka.server import AgentConfig, AgentThread
+from objectlog.kafka.server import AgentThread
 from objectlog.kafka.users import Users
 from objectlog.tools.cli import main
+from tests.kafka_agent_config import agent_config
 
 TOPIC = "secrets"
 
@@ -65,7 +66,7 @@ def agent(log: ObjectLog, certificate: tuple[Path, Path]) -> Iterator[AgentThrea
     log.create_topic(TOPIC, partitions=2)
     Users(log.items.documents).add("alice", "wonderland")
     cert, key = certificate
-    config = AgentConfig(port=0, sasl=True, tls_cert=str(cert), tls_key=str(key))
+    config = agent_config(sasl=True, tls_cert=str(cert), tls_key=str(key))
     running = AgentThread(log, config).start()
     yield running
     running.stop()
@@ -183,7 +184,7 @@ def test_a_version_0_sasl_handshake_is_answered_unsupported_and_closed(log: Obje
     from tests.functional.test_kafka_agent import exchange, frame
 
     Users(log.items.documents).add("alice", "wonderland")
-    running = AgentThread(log, AgentConfig(port=0, sasl=True)).start()
+    running = AgentThread(log, agent_config(sasl=True)).start()
     try:
         handshake = frame(17, 0, request_schema(17, 0)(mechanism="SCRAM-SHA-512"))
         host, port = running.address.split(":")

@@ -14,7 +14,8 @@ import pytest
 
 from objectlog import ObjectLog
 from objectlog.format.partitioner import partition_for_key
-from objectlog.kafka.server import AgentConfig, AgentThread
+from objectlog.kafka.server import AgentThread
+from tests.kafka_agent_config import agent_config
 
 TOPIC = "clicks"
 PARTITIONS = 3
@@ -24,7 +25,7 @@ KCAT = shutil.which("kcat")
 @pytest.fixture
 def agent(log: ObjectLog) -> Iterator[AgentThread]:
     log.create_topic(TOPIC, partitions=PARTITIONS)
-    running = AgentThread(log, AgentConfig(port=0)).start()
+    running = AgentThread(log, agent_config()).start()
     yield running
     running.stop()
 

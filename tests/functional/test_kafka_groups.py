@@ -18,10 +18,12 @@ from kio.serial import entity_reader
 
 from objectlog import ObjectLog
 from objectlog.groups import TopicPartition
-from objectlog.kafka.server import AgentConfig, AgentThread
+from objectlog.kafka.classic import DOCUMENT_KIND, STABLE, ClassicGroup
+from objectlog.kafka.server import AgentThread
 from objectlog.kafka.wire import request_schema, response_schema
 from tests.faults import FaultInjector
 from tests.functional.test_kafka_agent import exchange, frame
+from tests.kafka_agent_config import agent_config
 from tests.kafka_group_state import group_state
 from tests.kafka_python_members import kafka_python_member as kafka_python_group_member
 
@@ -42,7 +44,7 @@ def rebalance_story(caplog: pytest.LogCaptureFixture) -> None:
 @pytest.fixture
 def agent(log: ObjectLog) -> Iterator[AgentThread]:
     log.create_topic(TOPIC, partitions=PARTITIONS)
-    running = AgentThread(log, AgentConfig(port=0)).start()
+    running = AgentThread(log, agent_config()).start()
     yield running
     running.stop()
 
@@ -187,6 +189,48 @@ def test_kip_848_members_share_partitions_and_the_survivor_resumes_at_the_commit
 
 
 # ---- the protocol on the wire ------------------------------------------------------------
+
+
+def test_members_starting_together_share_the_first_generation_after_the_initial_delay(
+    log: ObjectLog,
+) -> None:
+    """Kafka's group.initial.rebalance.delay.ms: the empty group's first rebalance waits for
+    more members, so two consumers started together are assigned once, in generation 1
+    (without the delay, the second's join makes a generation 2)."""
+    import confluent_kafka
+
+    log.create_topic(TOPIC, partitions=PARTITIONS)
+    delay_s = 1.0
+    agent = AgentThread(log, agent_config(initial_rebalance_delay_ms=int(delay_s * 1000))).start()
+    options = {
+        "bootstrap.servers": agent.address,
+        "group.id": "delayed",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 300,
+    }
+    assigned_after: list[float] = []
+    members = [confluent_kafka.Consumer(options) for _ in range(2)]
+    try:
+        started = time.monotonic()
+        for member in members:
+            member.subscribe(
+                [TOPIC], on_assign=lambda *_: assigned_after.append(time.monotonic() - started)
+            )
+        deadline = time.monotonic() + 20
+        while len(assigned_after) < 2 and time.monotonic() < deadline:
+            for member in members:
+                member.poll(0.05)
+        state = group_state(log, "delayed")
+        body, _ = log.items.documents.read(DOCUMENT_KIND, "delayed")
+        group = ClassicGroup.from_json(body)
+        assert group.generation == 1 and group.phase == STABLE, state
+        assert sorted(len(member.assignment()) for member in members) == [2, 2], state
+        assert min(assigned_after) >= delay_s, assigned_after
+    finally:
+        for member in members:
+            member.close()
+        agent.stop()
 
 
 def call(address: str, api_key: int, version: int, **fields: Any) -> Any:

@@ -93,3 +93,71 @@ def test_a_completed_join_is_answered_though_another_member_started_the_next_reb
     assert answered is not None and [m.member_id for m in answered] == ["first"]
     classic.leave(group, ["first"], now_ms=20)
     assert classic.join_result(group, "first") is None  # dropped: UNKNOWN_MEMBER_ID
+
+
+# ---- the initial rebalance delay (Kafka's group.initial.rebalance.delay.ms) --------------
+
+DELAY_MS = 3_000
+
+
+def test_an_empty_groups_first_join_waits_the_initial_delay_though_every_member_joined() -> None:
+    group = ClassicGroup()
+    classic.join(group, member("first"), now_ms=0, initial_delay_ms=DELAY_MS)
+    assert group.phase == PREPARING and group.generation == 0
+    assert not classic.expire(group, now_ms=DELAY_MS - 1)
+    assert group.phase == PREPARING
+    assert classic.expire(group, now_ms=DELAY_MS)
+    assert group.phase == COMPLETING and group.generation == 1 and group.leader == "first"
+
+
+def test_members_joining_during_the_delay_extend_it_and_share_the_first_generation() -> None:
+    group = ClassicGroup()
+    classic.join(group, member("first"), now_ms=0, initial_delay_ms=DELAY_MS)
+    classic.join(group, member("second"), now_ms=2_000, initial_delay_ms=DELAY_MS)
+    assert classic.expire(group, now_ms=DELAY_MS)  # extended: a member joined during it
+    assert group.phase == PREPARING and group.delay_until_ms == 2 * DELAY_MS
+    classic.join(group, member("third"), now_ms=5_000, initial_delay_ms=DELAY_MS)
+    assert classic.expire(group, now_ms=2 * DELAY_MS)  # extended again
+    assert group.phase == PREPARING
+    assert classic.expire(group, now_ms=3 * DELAY_MS)  # nobody joined during the third
+    assert group.phase == COMPLETING and group.generation == 1
+    assert set(group.members) == {"first", "second", "third"}
+
+
+def test_the_delay_extends_no_further_than_the_rebalance_timeout() -> None:
+    group = ClassicGroup()
+    classic.join(group, member("first"), now_ms=0, initial_delay_ms=20_000)
+    classic.join(group, member("second"), now_ms=1_000, initial_delay_ms=20_000)
+    assert classic.expire(group, now_ms=20_000)  # the rebalance timeout leaves 10 s
+    assert group.delay_until_ms == REBALANCE_MS
+    classic.join(group, member("third"), now_ms=25_000, initial_delay_ms=20_000)
+    assert classic.expire(group, now_ms=REBALANCE_MS)  # none left: the join completes
+    assert group.phase == COMPLETING and len(group.members) == 3
+
+
+def test_a_member_leaving_during_the_delay_does_not_end_it_and_the_last_empties_the_group() -> None:
+    group = ClassicGroup()
+    classic.join(group, member("first"), now_ms=0, initial_delay_ms=DELAY_MS)
+    classic.join(group, member("second"), now_ms=10, initial_delay_ms=DELAY_MS)
+    classic.leave(group, ["second"], now_ms=20)
+    assert group.phase == PREPARING and group.delay_until_ms == DELAY_MS
+    classic.leave(group, ["first"], now_ms=30)
+    assert group.phase == classic.EMPTY and not group.delay_until_ms
+    classic.join(group, member("third"), now_ms=40, initial_delay_ms=DELAY_MS)
+    assert group.delay_until_ms == 40 + DELAY_MS  # a new delay, from the third's join
+
+
+def test_only_a_group_that_was_empty_waits_the_delay() -> None:
+    group = stable_group_of_one()
+    classic.join(group, member("second"), now_ms=1_000, initial_delay_ms=DELAY_MS)
+    classic.join(group, member("first"), now_ms=1_100, initial_delay_ms=DELAY_MS)
+    assert group.phase == COMPLETING and group.generation == 2  # at once, as without a delay
+
+
+def test_a_delayed_group_survives_a_round_trip_through_its_document() -> None:
+    group = ClassicGroup()
+    classic.join(group, member("first"), now_ms=0, initial_delay_ms=DELAY_MS)
+    classic.join(group, member("second"), now_ms=10, initial_delay_ms=DELAY_MS)
+    stored = ClassicGroup.from_json(group.to_json())
+    assert stored == group and stored.joined_in_delay
+    assert ClassicGroup.from_json('{"members": {}}').delay_until_ms == 0  # written before it

@@ -13,6 +13,11 @@ the group does not know (a member the group dropped) is refused with UNKNOWN_MEM
 Kafka's coordinator refuses it: the client then knows it lost its partitions and joins anew,
 instead of carrying positions from its old membership into the new one.
 
+A group that was Empty delays its first rebalance, as Kafka's group.initial.rebalance.delay.ms
+does (KIP-134): the join completes once the delay has passed with no new member joining, each
+new member extending it by another delay, up to the rebalance timeout. Members starting
+together then share the first generation instead of one rebalance each.
+
 A member waiting on the group is alive, as in Kafka's coordinator, since clients do not
 heartbeat while they wait: one whose JoinGroup waits for the others (bounded by the rebalance
 timeout), or whose SyncGroup waits for the leader's. A member that has its JoinGroup answer but
@@ -29,6 +34,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 DOCUMENT_KIND = "kafka-group"  # the stores.documents kind a classic group is kept under
+# Kafka's group.initial.rebalance.delay.ms: the broker's default (the agent's), and the 0 that
+# Kafka's shipped server.properties sets for development (`objectlog dev`'s).
+INITIAL_REBALANCE_DELAY_MS = 3_000
+DEV_INITIAL_REBALANCE_DELAY_MS = 0
 EMPTY, PREPARING, COMPLETING, STABLE = (
     "Empty",
     "PreparingRebalance",
@@ -66,6 +75,13 @@ class ClassicGroup:
     leader: str | None = None
     deadline_ms: int = 0  # PreparingRebalance: when members that did not rejoin are dropped
     completed_ms: int = 0  # when the last join completed (the JoinGroup answers' time)
+    # The initial rebalance delay of a group that was Empty (0: none under way): the join
+    # completes at delay_until_ms unless a member joined since it was set, which extends it by
+    # delay_step_ms while delay_left_ms (the rebalance timeout's rest) lasts.
+    delay_until_ms: int = 0
+    delay_step_ms: int = 0
+    delay_left_ms: int = 0
+    joined_in_delay: bool = False
     members: dict[str, Member] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)  # member id handed out -> expiry ms
 
@@ -107,7 +123,14 @@ def expire(group: ClassicGroup, now_ms: int) -> bool:
     changed = bool(lapsed or unused)
     if lapsed and group.phase in (STABLE, COMPLETING):
         start_rebalance(group, now_ms)
-    if group.phase == PREPARING and (now_ms >= group.deadline_ms or all_joined(group)):
+    if group.phase == PREPARING and group.delay_until_ms:
+        if now_ms < group.delay_until_ms:
+            return changed
+        if extend_initial_delay(group, now_ms):
+            return True
+    if group.phase == PREPARING and (
+        group.delay_until_ms or now_ms >= group.deadline_ms or all_joined(group)
+    ):
         for member in [m for m in group.members.values() if m.joined <= group.generation]:
             del group.members[member.member_id]
         complete_join(group, now_ms)
@@ -124,14 +147,33 @@ def session_lapsed(group: ClassicGroup, member: Member, now_ms: int) -> bool:
     return max(member.seen_ms, group.completed_ms) + member.session_timeout_ms < now_ms
 
 
-def start_rebalance(group: ClassicGroup, now_ms: int) -> None:
+def start_rebalance(group: ClassicGroup, now_ms: int, initial_delay_ms: int = 0) -> None:
+    """Prepare a rebalance; one that starts from Empty waits initial_delay_ms first."""
     if not group.members:
         group.generation += 1
         group.phase, group.leader, group.protocol = EMPTY, None, None
+        group.delay_until_ms = 0
         return
-    group.phase = PREPARING
     timeout = max(m.rebalance_timeout_ms for m in group.members.values())
+    if group.phase == EMPTY and initial_delay_ms > 0:
+        group.delay_until_ms = now_ms + initial_delay_ms
+        group.delay_step_ms = initial_delay_ms
+        group.delay_left_ms = max(timeout - initial_delay_ms, 0)
+        group.joined_in_delay = False
+    group.phase = PREPARING
     group.deadline_ms = now_ms + timeout
+
+
+def extend_initial_delay(group: ClassicGroup, now_ms: int) -> bool:
+    """At the end of an initial delay: wait another delay if a member joined during this one
+    and the rebalance timeout has time left (Kafka's InitialDelayedJoin)."""
+    if not group.joined_in_delay or group.delay_left_ms <= 0:
+        return False
+    step = min(group.delay_step_ms, group.delay_left_ms)
+    group.delay_until_ms = now_ms + step
+    group.delay_left_ms -= step
+    group.joined_in_delay = False
+    return True
 
 
 def all_joined(group: ClassicGroup) -> bool:
@@ -141,6 +183,7 @@ def all_joined(group: ClassicGroup) -> bool:
 def complete_join(group: ClassicGroup, now_ms: int) -> None:
     group.generation += 1
     group.completed_ms = now_ms
+    group.delay_until_ms = 0
     for member in group.members.values():
         member.assignment = None
     if not group.members:
@@ -172,10 +215,11 @@ def admits(group: ClassicGroup, member_id: str) -> bool:
     return member_id in group.members or member_id in group.pending
 
 
-def join(group: ClassicGroup, member: Member, now_ms: int) -> None:
+def join(group: ClassicGroup, member: Member, now_ms: int, initial_delay_ms: int = 0) -> None:
     """A JoinGroup: the member joins for the next generation (a rebalance starts unless one is
-    under way); a known member rejoining unchanged keeps the generation while it completes,
-    and while Stable unless it is the leader (Kafka's coordinator answers the same)."""
+    under way, after initial_delay_ms if the group was Empty); a known member rejoining
+    unchanged keeps the generation while it completes, and while Stable unless it is the
+    leader (Kafka's coordinator answers the same)."""
     known = group.members.get(member.member_id)
     unchanged = known is not None and known.protocols == member.protocols
     settled = group.phase == COMPLETING or (
@@ -190,8 +234,10 @@ def join(group: ClassicGroup, member: Member, now_ms: int) -> None:
     group.pending.pop(member.member_id, None)
     group.members[member.member_id] = member
     if group.phase != PREPARING:
-        start_rebalance(group, now_ms)
-    if all_joined(group):
+        start_rebalance(group, now_ms, initial_delay_ms)
+    elif known is None and group.delay_until_ms:
+        group.joined_in_delay = True
+    if all_joined(group) and not group.delay_until_ms:
         complete_join(group, now_ms)
 
 
@@ -212,7 +258,7 @@ def leave(group: ClassicGroup, member_ids: list[str], now_ms: int) -> list[str]:
         group.members.pop(member_id, None)
     if len(unknown) < len(member_ids):
         start_rebalance(group, now_ms)
-        if group.phase == PREPARING and all_joined(group):
+        if group.phase == PREPARING and all_joined(group) and not group.delay_until_ms:
             complete_join(group, now_ms)
     return unknown
 

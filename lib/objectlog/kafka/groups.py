@@ -50,9 +50,10 @@ class GroupError(Exception):
 
 
 class GroupsApi:
-    def __init__(self, ctx: ApiContext) -> None:
+    def __init__(self, ctx: ApiContext, initial_rebalance_delay_ms: int = 0) -> None:
         self.ctx = ctx
         self.documents = ctx.log.items.documents
+        self.initial_rebalance_delay_ms = initial_rebalance_delay_ms  # classic.start_rebalance
 
     # ---- the group document ------------------------------------------------------------
 
@@ -161,7 +162,7 @@ class GroupsApi:
             if group.protocol_type not in (None, body.protocol_type) and group.members:
                 raise GroupError(ErrorCode.inconsistent_group_protocol)
             group.protocol_type = body.protocol_type
-            classic.join(group, member, now)
+            classic.join(group, member, now, self.initial_rebalance_delay_ms)
             return group.members[member_id].joined
 
         try:
@@ -169,7 +170,7 @@ class GroupsApi:
             group = await self._wait_for(
                 body.group_id,
                 lambda g: member_id not in g.members or g.generation >= generation,
-                member.rebalance_timeout_ms + 5_000,
+                max(member.rebalance_timeout_ms, self.initial_rebalance_delay_ms) + 5_000,
             )
         except GroupError as e:
             return _join_answer(e.code, member_id=member_id)

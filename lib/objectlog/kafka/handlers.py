@@ -70,11 +70,11 @@ SUPPORTED: dict[int, tuple[int, int]] = {
 class Handlers:
     """Every API the agent offers, by API key."""
 
-    def __init__(self, log: ObjectLog, broker: Broker) -> None:
+    def __init__(self, log: ObjectLog, broker: Broker, initial_rebalance_delay_ms: int = 0) -> None:
         self.ctx = ApiContext(log, broker)
         self.producing = ProduceApi(self.ctx)
         self.fetching = fetching = FetchApi(self.ctx)
-        admin, groups = AdminApi(self.ctx), GroupsApi(self.ctx)
+        admin, groups = AdminApi(self.ctx), GroupsApi(self.ctx, initial_rebalance_delay_ms)
         group_admin, configs = GroupAdminApi(self.ctx), ConfigsApi(self.ctx)
         consumers = ConsumerProtocolApi(self.ctx)
         self.routes: dict[int, Callable[[Request], Any]] = {

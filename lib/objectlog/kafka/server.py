@@ -26,6 +26,7 @@ from typing import Any
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE, ConnectionAuth
+from objectlog.kafka.classic import INITIAL_REBALANCE_DELAY_MS
 from objectlog.kafka.context import Broker
 from objectlog.kafka.handlers import OFFSET_COMMIT, PRODUCE, SUPPORTED, Handlers
 from objectlog.kafka.metrics import ApiMetrics, carries_error
@@ -58,6 +59,9 @@ class AgentConfig:
     tls_key: str | None = None
     metrics_interval_s: float = 0  # print per-API metrics (CloudWatch EMF) this often; 0: never
     worker_threads: int = 64  # library calls in flight (asyncio's default pool has cpus + 4)
+    # How long a classic group that was Empty waits for more members before its first
+    # rebalance completes (each joining member extends it, up to the rebalance timeout).
+    initial_rebalance_delay_ms: int = INITIAL_REBALANCE_DELAY_MS
 
 
 class Agent:
@@ -92,7 +96,7 @@ class Agent:
             port=self.config.advertised_port or self.port,
             cluster_id=f"objectlog-{self.log.config.table}",
         )
-        self.handlers = Handlers(self.log, broker)
+        self.handlers = Handlers(self.log, broker, self.config.initial_rebalance_delay_ms)
         if self.config.metrics_interval_s > 0:
             self._emitter = asyncio.create_task(self._emit_metrics())
         logger.debug(

@@ -31,6 +31,7 @@ from objectlog.config import Config
 from objectlog.errors import ObjectLogError
 from objectlog.format.records import Record
 from objectlog.groups import TopicPartition
+from objectlog.kafka.classic import DEV_INITIAL_REBALANCE_DELAY_MS, INITIAL_REBALANCE_DELAY_MS
 from objectlog.services.fetch import FetchRequest
 from objectlog.tools.emulators.processes import EmulatorError
 from objectlog.tools.extras import require
@@ -38,6 +39,17 @@ from objectlog.tools.signals import interrupt_on_stop_signals, sleep_interruptib
 
 F = TypeVar("F", bound=Callable[..., Any])
 FETCH_WAIT_S = 0.2
+
+
+def initial_rebalance_delay_option(default: int) -> Callable[[F], F]:
+    return click.option(
+        "--initial-rebalance-delay-ms",
+        default=default,
+        show_default=True,
+        type=click.IntRange(min=0),
+        help="how long a consumer group that was empty waits for more members before its "
+        "first rebalance completes (Kafka's group.initial.rebalance.delay.ms)",
+    )
 
 
 def clear_errors(command: F) -> F:
@@ -124,6 +136,7 @@ def _log(ctx: click.Context) -> LogClient:
 @click.option("--in-memory", is_flag=True, help="keep nothing: no data directory")
 @click.option("--emf", is_flag=True, help="print the handlers' EMF metric lines (raw JSON)")
 @click.option("--log-aws", is_flag=True, help="a line for every AWS request too")
+@initial_rebalance_delay_option(DEV_INITIAL_REBALANCE_DELAY_MS)
 @click.pass_context
 @clear_errors
 def dev(
@@ -138,6 +151,7 @@ def dev(
     in_memory: bool,
     emf: bool,
     log_aws: bool,
+    initial_rebalance_delay_ms: int,
 ) -> None:
     """Run the embedded stack (AWS endpoint, the HTTP API and the Kafka agent) until Ctrl-C;
     one line per API request (method, path, status, milliseconds)."""
@@ -161,6 +175,7 @@ def dev(
         data_dir=None if in_memory else data_dir,
         fresh=fresh,
         log_aws=log_aws,
+        initial_rebalance_delay_ms=initial_rebalance_delay_ms,
     )
     stack = DevStack(options)
     try:
@@ -186,6 +201,7 @@ def dev(
 @click.option("--sasl", is_flag=True, help="require SASL/SCRAM-SHA-512 (see objectlog users)")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM private key")
+@initial_rebalance_delay_option(INITIAL_REBALANCE_DELAY_MS)
 @click.pass_context
 @clear_errors
 def agent(
@@ -195,6 +211,7 @@ def agent(
     sasl: bool,
     tls_cert: str | None,
     tls_key: str | None,
+    initial_rebalance_delay_ms: int,
 ) -> None:
     """Serve the Kafka protocol over this log until Ctrl-C or SIGTERM: a stateless agent, any
     number side by side behind one address (docs/kafka.md)."""
@@ -214,6 +231,7 @@ def agent(
         tls_cert=tls_cert,
         tls_key=tls_key,
         metrics_interval_s=60,
+        initial_rebalance_delay_ms=initial_rebalance_delay_ms,
     )
     log = ObjectLog(ctx.meta["direct_config"]())
     ctx.call_on_close(log.close)

@@ -27,6 +27,7 @@ from typing import Any
 from objectlog.adapters.iceberg import GLUE
 from objectlog.clients.direct import ObjectLog
 from objectlog.config import Config
+from objectlog.kafka.classic import DEV_INITIAL_REBALANCE_DELAY_MS
 from objectlog.tools.emulators.dynamodb_local import DynamoDBLocal
 from objectlog.tools.persistence import PersistenceError
 
@@ -48,6 +49,7 @@ class DevOptions:
     data_dir: Path | None = DEFAULT_DATA_DIR  # None: in memory, gone at stop
     fresh: bool = False
     log_aws: bool = False  # a console line for every AWS request, not only the API's
+    initial_rebalance_delay_ms: int = DEV_INITIAL_REBALANCE_DELAY_MS  # the Kafka agent's
 
 
 def console_line(text: str) -> None:
@@ -108,7 +110,11 @@ class DevStack:
         if options.kafka_port is not None:
             from objectlog.kafka.server import AgentConfig, AgentThread
 
-            config = AgentConfig(host=options.host, port=options.kafka_port)
+            config = AgentConfig(
+                host=options.host,
+                port=options.kafka_port,
+                initial_rebalance_delay_ms=options.initial_rebalance_delay_ms,
+            )
             self.agent = AgentThread(log, config).start()
         return self
 

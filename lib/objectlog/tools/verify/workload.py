@@ -80,6 +80,7 @@ FAULT_KINDS = (
 CLIENTS = ("direct-idempotent", "direct-idempotent-2", "direct", "http", "kafka-idempotent")
 KAFKA_DELIVERY_TIMEOUT_MS = 60_000
 KAFKA_GROUP = "verify-kafka-group"  # classic-protocol members (kafka-python) through the agent
+KAFKA_INITIAL_DELAY_MS = 500  # the agent's group.initial.rebalance.delay.ms: exercised, short
 REST_GROUP = "verify-rest-group"  # REST Proxy consumer instances through the HTTP API
 GROUPS = ("", KAFKA_GROUP, REST_GROUP)  # "": GROUP, objectlog's own Consumer members
 REST_INSTANCE_TIMEOUT_MS = 3_000
@@ -352,10 +353,12 @@ class Workload:
         return gateway
 
     def _agent(self) -> AgentThread:
-        """A Kafka agent whose own S3 and DynamoDB calls get the producers' faults."""
+        """A Kafka agent whose own S3 and DynamoDB calls get the producers' faults; a group
+        that empties waits a short initial delay (its members' rebalance timeout is short)."""
         from objectlog.kafka.server import AgentConfig, AgentThread
 
-        return AgentThread(self._log(faults=True, role="producer"), AgentConfig(port=0)).start()
+        config = AgentConfig(port=0, initial_rebalance_delay_ms=KAFKA_INITIAL_DELAY_MS)
+        return AgentThread(self._log(faults=True, role="producer"), config).start()
 
     # ---- workers -----------------------------------------------------------------------
 
