@@ -206,20 +206,21 @@ variable "table_database" {
 variable "agent" {
   description = "The Kafka agent service on ECS Fargate behind a TLS Network Load Balancer; null (the default) deploys none. See modules/objectlog/variables.tf for its fields."
   type = object({
-    image              = string
-    vpc_id             = string
-    subnet_ids         = list(string)
-    certificate_arn    = string
-    min_tasks          = optional(number, 2)
-    max_tasks          = optional(number, 10)
-    cpu                = optional(number, 1024)
-    memory_mb          = optional(number, 2048)
-    target_cpu_percent = optional(number, 60)
-    sasl               = optional(bool, true)
-    internal           = optional(bool, true)
-    assign_public_ip   = optional(bool, false)
-    allowed_cidrs      = optional(list(string), ["10.0.0.0/8"])
-    autoscaling        = optional(bool, true)
+    image                      = string
+    vpc_id                     = string
+    subnet_ids                 = list(string)
+    certificate_arn            = string
+    min_tasks                  = optional(number, 2)
+    max_tasks                  = optional(number, 10)
+    cpu                        = optional(number, 1024)
+    memory_mb                  = optional(number, 2048)
+    target_cpu_percent         = optional(number, 60)
+    sasl                       = optional(bool, true)
+    internal                   = optional(bool, true)
+    assign_public_ip           = optional(bool, false)
+    allowed_cidrs              = optional(list(string), ["10.0.0.0/8"])
+    autoscaling                = optional(bool, true)
+    initial_rebalance_delay_ms = optional(number, 3000)
   })
   default = null
 }

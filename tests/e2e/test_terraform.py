@@ -31,6 +31,7 @@ from objectlog.format.segment import slice_table
 from objectlog.format.tables import table_name
 from objectlog.groups import TopicPartition
 from objectlog.http.routes import ROUTES
+from objectlog.kafka.classic import INITIAL_REBALANCE_DELAY_MS
 from objectlog.services.append import PartitionBatch
 from objectlog.services.index import TAIL_MAX
 from objectlog.stores.metadata import Commit
@@ -517,7 +518,8 @@ def assert_agent_service(endpoint: str, outputs: dict[str, Any]) -> dict[str, An
     assert definition["runtimePlatform"]["cpuArchitecture"] == "ARM64"
     (container,) = definition["containerDefinitions"]
     advertised = ["--advertise", outputs["agent_bootstrap"]]
-    assert container["command"] == ["--listen", "0.0.0.0:9092", *advertised, "--sasl"]
+    delay = ["--initial-rebalance-delay-ms", str(INITIAL_REBALANCE_DELAY_MS)]  # Kafka's default
+    assert container["command"] == ["--listen", "0.0.0.0:9092", *advertised, "--sasl", *delay]
     return dict(container, taskRoleArn=definition["taskRoleArn"])
 
 
@@ -540,7 +542,9 @@ def run_agent_as_its_task(
     log = ObjectLog(Config.from_env(environment))
     # as `objectlog users add` does, with an administrator's credentials
     Users(log.items.documents).add(AGENT_USER["sasl.username"], AGENT_USER["sasl.password"])
-    config = AgentConfig(port=0, sasl="--sasl" in container["command"])
+    command = container["command"]
+    delay_ms = int(command[command.index("--initial-rebalance-delay-ms") + 1])
+    config = AgentConfig(port=0, sasl="--sasl" in command, initial_rebalance_delay_ms=delay_ms)
     try:
 
         def prefill() -> None:

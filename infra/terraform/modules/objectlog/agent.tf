@@ -17,6 +17,7 @@ locals {
     ["--listen", "0.0.0.0:${local.agent_port}"],
     local.agent ? ["--advertise", "${aws_lb.agent[0].dns_name}:${local.agent_tls}"] : [],
     local.agent && try(var.agent.sasl, true) ? ["--sasl"] : [],
+    local.agent ? ["--initial-rebalance-delay-ms", tostring(var.agent.initial_rebalance_delay_ms)] : [],
   )
 }
 

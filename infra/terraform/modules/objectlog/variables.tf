@@ -288,7 +288,7 @@ variable "table_database" {
 }
 
 variable "agent" {
-  description = "The Kafka agent service (agent.tf, docs/kafka.md): null (the default) deploys none. image: the agent's image (infra/agent/Dockerfile) in a registry ECS can pull from; vpc_id, subnet_ids: where the tasks and the Network Load Balancer run; certificate_arn: the ACM certificate of the NLB's TLS listener (port 9094); min_tasks (2; 0 lets an idle service scale to zero), max_tasks (10), cpu (1024), memory_mb (2048), target_cpu_percent (60); sasl (true: SCRAM-SHA-512 required, users from `objectlog users`); internal (true), assign_public_ip (false), allowed_cidrs (who may connect); autoscaling (true; false leaves the service at min_tasks: local emulators only, moto cannot read Application Auto Scaling tags)."
+  description = "The Kafka agent service (agent.tf, docs/kafka.md): null (the default) deploys none. image: the agent's image (infra/agent/Dockerfile) in a registry ECS can pull from; vpc_id, subnet_ids: where the tasks and the Network Load Balancer run; certificate_arn: the ACM certificate of the NLB's TLS listener (port 9094); min_tasks (2; 0 lets an idle service scale to zero), max_tasks (10), cpu (1024), memory_mb (2048), target_cpu_percent (60); sasl (true: SCRAM-SHA-512 required, users from `objectlog users`); internal (true), assign_public_ip (false), allowed_cidrs (who may connect); autoscaling (true; false leaves the service at min_tasks: local emulators only, moto cannot read Application Auto Scaling tags); initial_rebalance_delay_ms (3000: how long an empty consumer group waits for more members before its first rebalance, Kafka's group.initial.rebalance.delay.ms)."
   type = object({
     image              = string
     vpc_id             = string
@@ -304,6 +304,8 @@ variable "agent" {
     assign_public_ip   = optional(bool, false)
     allowed_cidrs      = optional(list(string), ["10.0.0.0/8"])
     autoscaling        = optional(bool, true)
+    # Kafka's group.initial.rebalance.delay.ms (objectlog.kafka.classic.INITIAL_REBALANCE_DELAY_MS)
+    initial_rebalance_delay_ms = optional(number, 3000)
   })
   default = null
 
@@ -314,5 +316,9 @@ variable "agent" {
   validation {
     condition     = var.agent == null || try(length(var.agent.subnet_ids) > 0 && can(regex("^arn:", var.agent.certificate_arn)), false)
     error_message = "agent needs subnet_ids and an ACM certificate_arn for the TLS listener."
+  }
+  validation {
+    condition     = var.agent == null || try(var.agent.initial_rebalance_delay_ms >= 0 && floor(var.agent.initial_rebalance_delay_ms) == var.agent.initial_rebalance_delay_ms, false)
+    error_message = "agent.initial_rebalance_delay_ms must be a whole number of milliseconds, 0 or more."
   }
 }
