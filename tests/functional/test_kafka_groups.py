@@ -200,7 +200,7 @@ def test_members_starting_together_share_the_first_generation_after_the_initial_
     import confluent_kafka
 
     log.create_topic(TOPIC, partitions=PARTITIONS)
-    delay_s = 1.0
+    delay_s = 2.0  # the second member joins well within it, even on a loaded machine
     agent = AgentThread(log, agent_config(initial_rebalance_delay_ms=int(delay_s * 1000))).start()
     options = {
         "bootstrap.servers": agent.address,
