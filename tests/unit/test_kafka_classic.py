@@ -3,6 +3,8 @@ the group, as Kafka's coordinator counts them."""
 
 from __future__ import annotations
 
+import json
+
 from objectlog.kafka import classic
 from objectlog.kafka.classic import COMPLETING, PREPARING, STABLE, ClassicGroup, Member
 
@@ -161,3 +163,15 @@ def test_a_delayed_group_survives_a_round_trip_through_its_document() -> None:
     stored = ClassicGroup.from_json(group.to_json())
     assert stored == group and stored.joined_in_delay
     assert ClassicGroup.from_json('{"members": {}}').delay_until_ms == 0  # written before it
+
+
+def test_a_group_with_no_delay_under_way_is_written_as_agents_before_the_delay_wrote_it() -> None:
+    """During a rolling upgrade, older agents (which refuse fields they do not know) read the
+    group, unless it is in its initial delay."""
+    group = ClassicGroup()
+    classic.join(group, member("first"), now_ms=0, initial_delay_ms=DELAY_MS)
+    assert set(classic.DELAY_FIELDS) <= set(json.loads(group.to_json()))
+    classic.expire(group, now_ms=DELAY_MS)
+    written = json.loads(group.to_json())
+    assert not set(classic.DELAY_FIELDS) & set(written)
+    assert ClassicGroup.from_json(group.to_json()) == group

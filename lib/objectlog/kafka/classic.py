@@ -38,6 +38,7 @@ DOCUMENT_KIND = "kafka-group"  # the stores.documents kind a classic group is ke
 # Kafka's shipped server.properties sets for development (`objectlog dev`'s).
 INITIAL_REBALANCE_DELAY_MS = 3_000
 DEV_INITIAL_REBALANCE_DELAY_MS = 0
+DELAY_FIELDS = ("delay_until_ms", "delay_step_ms", "delay_left_ms", "joined_in_delay")
 EMPTY, PREPARING, COMPLETING, STABLE = (
     "Empty",
     "PreparingRebalance",
@@ -86,7 +87,13 @@ class ClassicGroup:
     pending: dict[str, int] = field(default_factory=dict)  # member id handed out -> expiry ms
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+        """The group document; without the initial delay's fields while none is under way, so
+        that agents from before the delay still read it during a rolling upgrade."""
+        raw = asdict(self)
+        if not self.delay_until_ms:
+            for name in DELAY_FIELDS:
+                del raw[name]
+        return json.dumps(raw, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | None) -> ClassicGroup:
@@ -152,7 +159,7 @@ def start_rebalance(group: ClassicGroup, now_ms: int, initial_delay_ms: int = 0)
     if not group.members:
         group.generation += 1
         group.phase, group.leader, group.protocol = EMPTY, None, None
-        group.delay_until_ms = 0
+        end_initial_delay(group)
         return
     timeout = max(m.rebalance_timeout_ms for m in group.members.values())
     if group.phase == EMPTY and initial_delay_ms > 0:
@@ -176,6 +183,11 @@ def extend_initial_delay(group: ClassicGroup, now_ms: int) -> bool:
     return True
 
 
+def end_initial_delay(group: ClassicGroup) -> None:
+    group.delay_until_ms = group.delay_step_ms = group.delay_left_ms = 0
+    group.joined_in_delay = False
+
+
 def all_joined(group: ClassicGroup) -> bool:
     return all(m.joined > group.generation for m in group.members.values())
 
@@ -183,7 +195,7 @@ def all_joined(group: ClassicGroup) -> bool:
 def complete_join(group: ClassicGroup, now_ms: int) -> None:
     group.generation += 1
     group.completed_ms = now_ms
-    group.delay_until_ms = 0
+    end_initial_delay(group)
     for member in group.members.values():
         member.assignment = None
     if not group.members:
