@@ -130,14 +130,12 @@ def expire(group: ClassicGroup, now_ms: int) -> bool:
     changed = bool(lapsed or unused)
     if lapsed and group.phase in (STABLE, COMPLETING):
         start_rebalance(group, now_ms)
-    if group.phase == PREPARING and group.delay_until_ms:
+    if group.phase == PREPARING and group.delay_until_ms:  # from Empty: all members joined
         if now_ms < group.delay_until_ms:
             return changed
         if extend_initial_delay(group, now_ms):
             return True
-    if group.phase == PREPARING and (
-        group.delay_until_ms or now_ms >= group.deadline_ms or all_joined(group)
-    ):
+    if group.phase == PREPARING and (now_ms >= group.deadline_ms or all_joined(group)):
         for member in [m for m in group.members.values() if m.joined <= group.generation]:
             del group.members[member.member_id]
         complete_join(group, now_ms)

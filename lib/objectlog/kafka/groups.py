@@ -50,7 +50,7 @@ class GroupError(Exception):
 
 
 class GroupsApi:
-    def __init__(self, ctx: ApiContext, initial_rebalance_delay_ms: int = 0) -> None:
+    def __init__(self, ctx: ApiContext, initial_rebalance_delay_ms: int) -> None:
         self.ctx = ctx
         self.documents = ctx.log.items.documents
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms  # classic.start_rebalance

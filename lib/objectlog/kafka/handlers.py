@@ -70,7 +70,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
 class Handlers:
     """Every API the agent offers, by API key."""
 
-    def __init__(self, log: ObjectLog, broker: Broker, initial_rebalance_delay_ms: int = 0) -> None:
+    def __init__(self, log: ObjectLog, broker: Broker, initial_rebalance_delay_ms: int) -> None:
         self.ctx = ApiContext(log, broker)
         self.producing = ProduceApi(self.ctx)
         self.fetching = fetching = FetchApi(self.ctx)
