@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import io
+import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, dataclass, fields
@@ -28,6 +29,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, is_optional
 from kio.static.primitive import Records
 
+logger = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
 FRAME_SIZE_BYTES = 4
 HEADER_PREFIX_BYTES = 4  # api key (int16) and api version (int16), in every header version
@@ -70,7 +72,9 @@ def parse_request(frame: bytes, supported: Mapping[int, tuple[int, int]]) -> Req
 
     An ApiVersions request of a version the agent does not support is returned with no body
     (answered with UNSUPPORTED_VERSION, as Kafka does); any other unsupported API or version,
-    and any frame that does not parse, is a MalformedFrame."""
+    and any frame whose header or request is cut short or does not parse, is a MalformedFrame.
+    Bytes after the fields the version defines are ignored, as Kafka's broker ignores them
+    (librdkafka 2.16's all-topics Metadata v12 carries 3)."""
     api_key = int.from_bytes(frame[0:2], "big", signed=True)
     api_version = int.from_bytes(frame[2:4], "big", signed=True)
     versions = supported.get(api_key)
@@ -86,9 +90,13 @@ def parse_request(frame: bytes, supported: Mapping[int, tuple[int, int]]) -> Req
         body, size = entity_reader(schema)(frame, used)
     except Exception as e:  # kio's BufferUnderflow, bad UTF-8, bad varints
         raise MalformedFrame(f"API {api_key} v{api_version}: {type(e).__name__}: {e}") from e
-    if used + size != len(frame):
-        raise MalformedFrame(
-            f"API {api_key} v{api_version}: {len(frame) - used - size} bytes after the request"
+    if used + size < len(frame):  # a broker reads the fields it knows and ignores the rest
+        logger.debug(
+            "API %d v%d correlation %d: %d bytes after the request, ignored",
+            api_key,
+            api_version,
+            header.correlation_id,
+            len(frame) - used - size,
         )
     return Request(api_key, api_version, header.correlation_id, header.client_id, body)
 
