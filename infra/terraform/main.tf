@@ -30,5 +30,7 @@ module "objectlog" {
   tables_enabled                  = var.tables_enabled
   table_database                  = var.table_database
   agent                           = var.agent
+  auto_create_topics              = var.auto_create_topics
+  num_partitions                  = var.num_partitions
   tags                            = var.tags
 }

@@ -224,3 +224,15 @@ variable "agent" {
   })
   default = null
 }
+
+variable "auto_create_topics" {
+  description = "Kafka's auto.create.topics.enable for the HTTP API's produce and the Kafka agent; off by default, as production Kafka clusters set it."
+  type        = bool
+  default     = false
+}
+
+variable "num_partitions" {
+  description = "Kafka's num.partitions: the partitions of a topic created by its first use."
+  type        = number
+  default     = 1
+}

@@ -22,10 +22,15 @@ ENV_TABLE_NAMESPACE = "OBJECTLOG_TABLE_NAMESPACE"
 ENV_OBJECTS_DIR = "OBJECTLOG_OBJECTS_DIR"
 # REST Proxy's consumer.instance.timeout.ms: how long an idle consumer instance lives.
 ENV_CONSUMER_INSTANCE_TIMEOUT_MS = "OBJECTLOG_CONSUMER_INSTANCE_TIMEOUT_MS"
-# Kafka's auto.create.topics.enable, for REST Proxy produce: a topic that does not exist is
-# created with one partition (num.partitions) by its first produce. Off unless set; the dev
-# stack turns it on, as a Kafka development broker has it.
+# Kafka's auto.create.topics.enable, for the HTTP API's produce and the Kafka agent's Metadata: a
+# topic that does not exist is created with num.partitions partitions by its first produce (or
+# a Kafka client's metadata request that allows it). Off unless set; the dev stack turns it on,
+# as a Kafka development broker has it.
 ENV_AUTO_CREATE_TOPICS = "OBJECTLOG_AUTO_CREATE_TOPICS"
+ENV_NUM_PARTITIONS = "OBJECTLOG_NUM_PARTITIONS"  # Kafka's num.partitions (1)
+# Kafka's default.replication.factor: accepted and reported (DescribeConfigs), no effect: S3
+# keeps every object in several zones, and there are no replicas to place.
+ENV_DEFAULT_REPLICATION_FACTOR = "OBJECTLOG_DEFAULT_REPLICATION_FACTOR"
 DEFAULT_TABLE_NAMESPACE = "objectlog"
 
 DEFAULT_BUCKET = "objectlog"
@@ -59,6 +64,8 @@ class Config:
     objects_dir: str | None = None
     consumer_instance_timeout_ms: int = 300_000
     auto_create_topics: bool = False
+    num_partitions: int = 1
+    default_replication_factor: int = 1
     # A fetch below a partition's last seen high watermark reuses that head this long (0: never;
     # capped at half of delete_grace_ms): services.recent_heads.
     head_reuse_ms: int = 1_000
@@ -81,6 +88,8 @@ class Config:
             objects_dir=env.get(ENV_OBJECTS_DIR) or None,
             consumer_instance_timeout_ms=int(env.get(ENV_CONSUMER_INSTANCE_TIMEOUT_MS, "300000")),
             auto_create_topics=env.get(ENV_AUTO_CREATE_TOPICS, "").lower() in ("1", "true"),
+            num_partitions=int(env.get(ENV_NUM_PARTITIONS, "1")),
+            default_replication_factor=int(env.get(ENV_DEFAULT_REPLICATION_FACTOR, "1")),
         )
         return replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
 

@@ -323,6 +323,10 @@ def test_deployed_api_end_to_end(
         assert function.handler_name == "handler.handler"
         assert function.environment["OBJECTLOG_BUCKET"] == outputs["bucket"]
         assert function.environment["OBJECTLOG_TABLE"] == outputs["table"]
+    produce_env = deployment.functions[functions["produce"]].environment
+    # off by default, as production Kafka clusters set auto.create.topics.enable
+    assert Config.from_env(produce_env).auto_create_topics is False
+    assert produce_env["OBJECTLOG_NUM_PARTITIONS"] == "1"
 
     gateway = deployment.gateway()
     url = gateway.start(port=0)
@@ -540,6 +544,7 @@ def run_agent_as_its_task(
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OBJECTLOG_")}
     environment |= {e["name"]: e["value"] for e in container["environment"]}
     log = ObjectLog(Config.from_env(environment))
+    assert (log.config.auto_create_topics, log.config.num_partitions) == (False, 1)
     # as `objectlog users add` does, with an administrator's credentials
     Users(log.items.documents).add(AGENT_USER["sasl.username"], AGENT_USER["sasl.password"])
     command = container["command"]

@@ -33,16 +33,22 @@ def agent(log: ObjectLog) -> Iterator[AgentThread]:
     running.stop()
 
 
-def answer_to(address: str, request: bytes) -> int | None:
-    """The correlation id of the answer to one framed request, or None if the agent closed."""
+def answer_frame(address: str, request: bytes) -> bytes | None:
+    """The answer (after its size) to one request (header and body, no size), or None if the
+    agent closed the connection."""
     host, port = address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=15) as connection:
         connection.sendall(len(request).to_bytes(4, "big") + request)
         size = connection.recv(4, socket.MSG_WAITALL)
         if len(size) < 4:
             return None
-        answer = connection.recv(int.from_bytes(size, "big"), socket.MSG_WAITALL)
-        return int.from_bytes(answer[:4], "big", signed=True)
+        return connection.recv(int.from_bytes(size, "big"), socket.MSG_WAITALL)
+
+
+def answer_to(address: str, request: bytes) -> int | None:
+    """The correlation id of the answer to one request, or None if the agent closed."""
+    answer = answer_frame(address, request)
+    return None if answer is None else int.from_bytes(answer[:4], "big", signed=True)
 
 
 def answerable(api_key: int, version: int, correlation_id: int = 5) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
@@ -19,7 +20,7 @@ from objectlog.clients.topic_cache import TopicCache
 from objectlog.clients.values import Offsets
 from objectlog.clock import Clock, SystemClock, new_ulid
 from objectlog.config import Config
-from objectlog.errors import InvalidRequest, TopicNotFound
+from objectlog.errors import InvalidRequest, TopicExists, TopicNotFound
 from objectlog.format.segment import decode_parquet
 from objectlog.format.topics import (
     DEFAULTS,
@@ -48,6 +49,9 @@ from objectlog.stores.s3 import S3ObjectStore
 if TYPE_CHECKING:
     from objectlog.clients.http import HttpObjectLog
     from objectlog.services.tables import Tables, TableState
+
+# How long a topic_or_create that lost the race to create a topic waits for the winner to finish.
+AUTO_CREATE_WAITS_S = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 
 class ObjectLog:
@@ -149,6 +153,30 @@ class ObjectLog:
         self.metadata.set_topic_state(topic.name, ACTIVE)
         self.metadata.register(topic.name)
         return topic
+
+    def topic_or_create(self, name: str) -> Topic:
+        """The topic; one that does not exist is created with ``num_partitions`` partitions and
+        the default configs when ``auto_create_topics`` is on (Kafka's auto.create.topics.enable),
+        else TopicNotFound. A creation raced by another process answers the topic it made."""
+        try:
+            return self.topic(name)
+        except TopicNotFound:
+            if not self.config.auto_create_topics:
+                raise
+        try:
+            return self.create_topic(name, partitions=self.config.num_partitions)
+        except TopicExists:
+            return self._created_elsewhere(name)
+
+    def _created_elsewhere(self, name: str) -> Topic:
+        """The topic another process is creating, once it is active (its heads are put in a
+        few requests); TopicNotFound if it is not by then."""
+        for pause in AUTO_CREATE_WAITS_S:
+            try:
+                return self.topic(name, fresh=True)
+            except TopicNotFound:
+                time.sleep(pause)
+        return self.topic(name, fresh=True)
 
     def list_topics(self) -> list[str]:
         names = self.metadata.registered_names()

@@ -9,7 +9,6 @@ jsonschema, protobuf) answer 415.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
@@ -27,7 +26,6 @@ from objectlog.errors import (
     NotAcceptable,
     ObjectLogError,
     RecordNotJson,
-    TopicExists,
     TopicNotFound,
     UnknownPartition,
     UnsupportedContentType,
@@ -213,9 +211,8 @@ def produce_router(services: Services) -> Router:
         format_ = embedded_format(event.headers.get("content-type"))
         body = parse_model(ProduceBody, event.decoded_body)
         records = produce_records(body, format_, partition)
-        if partition is None:
-            _create_if_allowed(services, topic)
-        offsets, status = produce_and_wait(services, topic, records)
+        # as REST Proxy's producer, a produce to the topic may create it; to a partition, not
+        offsets, status = produce_and_wait(services, topic, records, may_create=partition is None)
         return Response(status, answer_type, json.dumps(rest_proxy_produce_response(offsets)))
 
     @router.post(
@@ -289,19 +286,6 @@ def metadata_router(services: Services) -> Router:
         return ok({"beginning_offset": info.log_start_offset, "end_offset": info.high_watermark})
 
     return router
-
-
-def _create_if_allowed(services: Services, topic: str) -> None:
-    """Kafka's auto.create.topics.enable (Config.auto_create_topics): a produce to a topic that
-    does not exist creates it with one partition, as a broker's num.partitions default."""
-    log = services.log
-    if not log.config.auto_create_topics:
-        return
-    try:
-        log.topic(topic)
-    except TopicNotFound:
-        with contextlib.suppress(TopicExists):  # created meanwhile by another request
-            log.create_topic(topic, partitions=1)
 
 
 def _partition_number(text: str) -> int:

@@ -264,13 +264,17 @@ def produce_and_wait(
     topic: str,
     records: list[dict[str, Any]],
     landed: Landed | None = None,
+    *,
+    may_create: bool = True,
 ) -> tuple[list[dict[str, Any]], int]:
     """Validate every record first (a bad request stores nothing), then send and wait. The
     records an earlier run of the same request stored (landed) are not sent again: their
-    offsets entries are that run's."""
+    offsets entries are that run's. A topic that does not exist is created where the
+    deployment auto-creates topics (Config.auto_create_topics) and the route may_create."""
     landed = landed or {}
     log = services.log
-    info = log.topic(validate_topic_name(topic))
+    name = validate_topic_name(topic)
+    info = log.topic_or_create(name) if may_create else log.topic(name)
     for i, record in enumerate(records):
         partition = record.get("partition")
         if partition is not None and partition >= info.partitions:

@@ -133,7 +133,10 @@ class Handlers:
         topic_operations = operations.authorized(
             operations.TOPIC, getattr(request.body, "include_topic_authorized_operations", False)
         )
-        topics = [await self._topic_metadata(name, topic_operations) for name in names]
+        # Kafka's auto.create.topics.enable: a topic asked for by name that does not exist is
+        # created when the deployment allows it and the client does (always, before v4)
+        create = asked is not None and getattr(request.body, "allow_auto_topic_creation", True)
+        topics = [await self._topic_metadata(name, topic_operations, create) for name in names]
         return {
             "throttle_time": 0,
             "brokers": [self.ctx.broker.as_node()],
@@ -146,9 +149,12 @@ class Handlers:
             ),
         }
 
-    async def _topic_metadata(self, name: str, authorized_operations: int) -> dict[str, Any]:
+    async def _topic_metadata(
+        self, name: str, authorized_operations: int, create: bool
+    ) -> dict[str, Any]:
+        log = self.ctx.log
         try:
-            topic = await self.ctx.call(self.ctx.log.topic, name)
+            topic = await self.ctx.call(log.topic_or_create if create else log.topic, name)
         except ObjectLogError as e:
             return {"error_code": error_code(e), "name": name, "partitions": []}
         node = self.ctx.broker.node_id

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +31,7 @@ from objectlog.compaction.maintenance import MaintenanceReport, run_maintenance
 from objectlog.config import Config
 from objectlog.errors import ObjectLogError
 from objectlog.format.records import Record
+from objectlog.format.topics import MAX_PARTITIONS
 from objectlog.groups import TopicPartition
 from objectlog.kafka.classic import DEV_INITIAL_REBALANCE_DELAY_MS, INITIAL_REBALANCE_DELAY_MS
 from objectlog.services.fetch import FetchRequest
@@ -49,6 +51,17 @@ def initial_rebalance_delay_option(default: int) -> Callable[[F], F]:
         type=click.IntRange(min=0),
         help="how long a consumer group that was empty waits for more members before its "
         "first rebalance completes (Kafka's group.initial.rebalance.delay.ms)",
+    )
+
+
+def num_partitions_option(default: int | None) -> Callable[[F], F]:
+    return click.option(
+        "--num-partitions",
+        default=default,
+        show_default=default is not None,
+        type=click.IntRange(1, MAX_PARTITIONS),
+        help="partitions of a topic created by its first use (Kafka's num.partitions)"
+        + ("" if default is not None else "; default: OBJECTLOG_NUM_PARTITIONS, else 1"),
     )
 
 
@@ -137,6 +150,7 @@ def _log(ctx: click.Context) -> LogClient:
 @click.option("--emf", is_flag=True, help="print the handlers' EMF metric lines (raw JSON)")
 @click.option("--log-aws", is_flag=True, help="a line for every AWS request too")
 @initial_rebalance_delay_option(DEV_INITIAL_REBALANCE_DELAY_MS)
+@num_partitions_option(1)
 @click.pass_context
 @clear_errors
 def dev(
@@ -152,6 +166,7 @@ def dev(
     emf: bool,
     log_aws: bool,
     initial_rebalance_delay_ms: int,
+    num_partitions: int,
 ) -> None:
     """Run the embedded stack (AWS endpoint, the HTTP API and the Kafka agent) until Ctrl-C;
     one line per API request (method, path, status, milliseconds)."""
@@ -176,6 +191,7 @@ def dev(
         fresh=fresh,
         log_aws=log_aws,
         initial_rebalance_delay_ms=initial_rebalance_delay_ms,
+        num_partitions=num_partitions,
     )
     stack = DevStack(options)
     try:
@@ -202,6 +218,13 @@ def dev(
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM private key")
 @initial_rebalance_delay_option(INITIAL_REBALANCE_DELAY_MS)
+@click.option(
+    "--auto-create-topics/--no-auto-create-topics",
+    default=None,
+    help="create a topic a client asks for that does not exist (Kafka's "
+    "auto.create.topics.enable); default: OBJECTLOG_AUTO_CREATE_TOPICS, else off",
+)
+@num_partitions_option(None)
 @click.pass_context
 @clear_errors
 def agent(
@@ -212,6 +235,8 @@ def agent(
     tls_cert: str | None,
     tls_key: str | None,
     initial_rebalance_delay_ms: int,
+    auto_create_topics: bool | None,
+    num_partitions: int | None,
 ) -> None:
     """Serve the Kafka protocol over this log until Ctrl-C or SIGTERM: a stateless agent, any
     number side by side behind one address (docs/kafka.md)."""
@@ -233,7 +258,9 @@ def agent(
         metrics_interval_s=60,
         initial_rebalance_delay_ms=initial_rebalance_delay_ms,
     )
-    log = ObjectLog(ctx.meta["direct_config"]())
+    settings = {"auto_create_topics": auto_create_topics, "num_partitions": num_partitions}
+    given = {name: value for name, value in settings.items() if value is not None}
+    log = ObjectLog(replace(ctx.meta["direct_config"](), **given))
     ctx.call_on_close(log.close)
     click.echo(f"objectlog agent: Kafka protocol on {listen}, advertising {advertise or listen}")
     asyncio.run(run_agent(log, config, stop_on_signals=True))

@@ -50,6 +50,7 @@ class DevOptions:
     fresh: bool = False
     log_aws: bool = False  # a console line for every AWS request, not only the API's
     initial_rebalance_delay_ms: int = DEV_INITIAL_REBALANCE_DELAY_MS  # the Kafka agent's
+    num_partitions: int = 1  # of a topic created by its first use
 
 
 def console_line(text: str) -> None:
@@ -101,6 +102,7 @@ class DevStack:
                 dynamodb_endpoint=dynamodb_url or self.endpoint_url,
                 catalog=self.catalog,
                 auto_create_topics=True,  # as a Kafka development broker has it
+                num_partitions=options.num_partitions,
             )
         )
         self.log.ensure_resources()

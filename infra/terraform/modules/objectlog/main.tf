@@ -81,6 +81,13 @@ locals {
     }
   }
 
+  # Kafka's auto.create.topics.enable and num.partitions: the doors that create topics on first
+  # use read them (the produce function and the Kafka agent).
+  topic_creation_env = {
+    OBJECTLOG_AUTO_CREATE_TOPICS = tostring(var.auto_create_topics)
+    OBJECTLOG_NUM_PARTITIONS     = tostring(var.num_partitions)
+  }
+
   function_env = {
     for fn, _ in local.functions : fn => merge(
       local.common_env,
@@ -89,6 +96,7 @@ locals {
         local.settings_env[key] => tostring(var.settings[key]) if var.settings[key] != null
       },
       fn == "compact" ? local.tables_env : {},
+      fn == "produce" ? local.topic_creation_env : {},
     )
   }
 

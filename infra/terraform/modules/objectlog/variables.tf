@@ -322,3 +322,20 @@ variable "agent" {
     error_message = "agent.initial_rebalance_delay_ms must be a whole number of milliseconds, 0 or more."
   }
 }
+
+variable "auto_create_topics" {
+  description = "Kafka's auto.create.topics.enable for the HTTP API's produce and the Kafka agent (OBJECTLOG_AUTO_CREATE_TOPICS): a topic a client produces to (or, through the agent, asks metadata for) that does not exist is created with num_partitions partitions. Off by default, as production Kafka clusters set it; objectlog dev turns it on."
+  type        = bool
+  default     = false
+}
+
+variable "num_partitions" {
+  description = "Kafka's num.partitions: the partitions of a topic created by its first use (OBJECTLOG_NUM_PARTITIONS)."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.num_partitions >= 1 && var.num_partitions <= 10000 && floor(var.num_partitions) == var.num_partitions
+    error_message = "num_partitions must be a whole number from 1 to 10000."
+  }
+}
