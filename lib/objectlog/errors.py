@@ -63,6 +63,11 @@ class InvalidConfig(InvalidRequest):
     """A topic config key is unknown or its value is out of range."""
 
 
+class InvalidRecord(InvalidRequest):
+    """A record breaks its topic's rules: a record without a key on a compacted topic, as
+    Kafka refuses it (INVALID_RECORD)."""
+
+
 class RecordTooLarge(ObjectLogError):
     """A record exceeds the topic's max.message.bytes."""
 

@@ -5,7 +5,9 @@ A record's size, the one measure every path holds against the topic's ``max.mess
 value plus the names and values of its headers; a missing key, value or header value counts 0,
 and header names count in characters (``len`` of the str), as the producer has always counted.
 ``record_size`` measures one record, ``record_sizes`` every row of Arrow columns, and
-``check_record_size`` is the one place that refuses a record, with one message.
+``check_record_size`` is the one place that refuses a record for its size, with one message;
+``check_key`` the one place that refuses a record without a key on a compacted topic (Kafka's
+INVALID_RECORD: such a record could never be compacted away).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from objectlog.errors import InvalidRequest, RecordTooLarge
-from objectlog.format.topics import Topic
+from objectlog.errors import InvalidRecord, InvalidRequest, RecordTooLarge
+from objectlog.format.topics import CLEANUP_POLICY, Topic
 
 Headers = list[tuple[str, bytes | None]]
 HeadersInput = Iterable[tuple[str, bytes | str | None]] | Mapping[str, bytes | str | None] | None
@@ -120,6 +122,25 @@ def check_record_size(
             f"{record} of {size} bytes exceeds max.message.bytes ({limit}) of topic {topic.name!r}",
             field=field,
         )
+
+
+def check_key(
+    topic: Topic, key: object, *, field: str = "key", record: str = "a record"
+) -> None:
+    """Refuse a record whose key is None on a compacted topic, as Kafka's broker does."""
+    if key is None and topic.config.compacted:
+        raise InvalidRecord(
+            f"{record} has no key, and topic {topic.name!r} is compacted "
+            f"(cleanup.policy={topic.config.get(CLEANUP_POLICY)}): compaction keeps the latest "
+            "record of each key, so a record without one could never be compacted",
+            field=field,
+        )
+
+
+def check_keys(topic: Topic, keys: pa.Array | pa.ChunkedArray) -> None:
+    """check_key for every key of a column (one refused refuses them all)."""
+    if topic.config.compacted and keys.null_count:
+        check_key(topic, None)
 
 
 def check_record_sizes(topic: Topic, sizes: np.ndarray) -> None:

@@ -24,7 +24,7 @@ from objectlog.errors import (
     ObjectLogError,
     UnsupportedContentType,
 )
-from objectlog.format.records import check_record_size, record_size
+from objectlog.format.records import check_key, check_record_size, record_size
 from objectlog.format.topics import PartitionInfo, TopicDescription, validate_topic_name
 from objectlog.http.idempotency import HEADER as IDEMPOTENCY_HEADER
 from objectlog.http.idempotency import IdempotentRunner, Landed, Outcome, Produce
@@ -285,6 +285,7 @@ def produce_and_wait(
             )
         size = record_size(record["key"], record["value"], record.get("headers"))
         check_record_size(info, size, field=f"records[{i}]", record=f"records[{i}]")
+        check_key(info, record["key"], field=f"records[{i}].key", record=f"records[{i}]")
     producer = services.producer
     retries_before = producer.stats.commit_retries
     futures = {

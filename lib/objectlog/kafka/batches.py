@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from aiokafka.record._crecords import DefaultRecordBatchBuilder, MemoryRecords
 
 from objectlog.format.segment import slice_table
@@ -23,6 +25,12 @@ NO_PRODUCER = -1
 LOG_APPEND_TIME = 1
 BASE_OFFSET_BYTES = 8  # the batch's first field; the CRC covers only what follows "attributes"
 MAX_BATCH_BYTES = (1 << 31) - 1
+# The most a record adds on the wire beyond its key, value and header bytes: varints for its
+# length (5), timestamp delta (10), offset delta, key and value lengths and header count (5
+# each) and an attributes byte; each header adds two length varints. A batch adds its header.
+RECORD_OVERHEAD_BYTES = 5 + 1 + 10 + 5 + 5 + 5 + 5
+HEADER_OVERHEAD_BYTES = 5 + 5
+BATCH_OVERHEAD_BYTES = 61
 
 
 class InvalidBatch(ValueError):
@@ -90,6 +98,41 @@ def _decoded(data: bytes, topic: str, partition: int, log_append_ms: int | None)
         )
     if not found:
         raise InvalidBatch(f"{topic}/{partition}: no record batch in the produce data")
+
+
+def records_within(table: pa.Table, max_bytes: int, *, at_least_one: bool) -> pa.Table:
+    """The longest prefix of a fetch result's records whose batch (encode_batch) is at most
+    max_bytes, counting each record at its largest size on the wire; with at_least_one, the
+    first record even when it alone is larger (Kafka's rule for the first partition of a
+    fetch answer that has records, so a consumer always makes progress)."""
+    if table.num_rows == 0:
+        return table
+    sizes = (
+        _lengths(table.column("key"))
+        + _lengths(table.column("value"))
+        + _header_bytes(table.column("headers").combine_chunks())
+        + RECORD_OVERHEAD_BYTES
+    )
+    cumulative = np.cumsum(sizes) + BATCH_OVERHEAD_BYTES
+    fitting = int(np.searchsorted(cumulative, max_bytes, side="right"))
+    keep = max(fitting, 1 if at_least_one else 0)
+    return table if keep >= table.num_rows else table.slice(0, keep)
+
+
+def _lengths(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.fill_null(pc.binary_length(column), 0), dtype=np.int64)
+
+
+def _header_bytes(headers: pa.ListArray) -> np.ndarray:
+    """Each record's headers on the wire at most: keys, values and their length varints."""
+    counts = np.asarray(pc.fill_null(pc.list_value_length(headers), 0), dtype=np.int64)
+    total = counts * HEADER_OVERHEAD_BYTES
+    flat = pc.list_flatten(headers)
+    if len(flat):
+        owners = np.asarray(pc.list_parent_indices(headers), dtype=np.int64)
+        payload = _lengths(pc.struct_field(flat, "key")) + _lengths(pc.struct_field(flat, "value"))
+        np.add.at(total, owners, payload)
+    return total
 
 
 def encode_batch(table: pa.Table) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from objectlog.errors import ObjectLogError
-from objectlog.kafka.batches import encode_batch
+from objectlog.kafka.batches import encode_batch, records_within
 from objectlog.kafka.context import ApiContext, check_partition
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.watch import HeadWatcher
@@ -84,7 +84,7 @@ class FetchApi:
                     name,
                     partition.partition,
                     partition.fetch_offset,
-                    max(1, partition.partition_max_bytes),
+                    max(1, min(partition.partition_max_bytes, max_bytes)),
                 )
             )
             positions.append(i)
@@ -95,7 +95,11 @@ class FetchApi:
             if isinstance(result, BaseException):
                 answers[i] = _fetch_error(partition, error_code(result))
                 continue
-            records = encode_batch(result.table) if left > 0 else b""
+            # Kafka's limits (KIP-74): the answer's max_bytes and each partition's, both soft
+            # only for the first partition with records, which gets at least one
+            budget = min(left, partition.partition_max_bytes)
+            table = records_within(result.table, budget, at_least_one=left == max_bytes)
+            records = encode_batch(table)
             left -= len(records)
             answers[i] = {
                 "partition_index": partition.partition,
@@ -189,5 +193,5 @@ def _fetch_error(partition: Any, code: ErrorCode) -> dict[str, Any]:
         "last_stable_offset": -1,
         "log_start_offset": -1,
         "preferred_read_replica": -1,
-        "records": None,
+        "records": b"",  # Kafka's empty records: librdkafka drops an answer holding a null
     }

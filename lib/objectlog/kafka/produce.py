@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from objectlog.cache import LruCache
 from objectlog.errors import ObjectLogError
+from objectlog.format.records import check_keys
 from objectlog.kafka.batches import InvalidBatch, decode_batches
 from objectlog.kafka.context import ApiContext, check_partition
 from objectlog.kafka.errors import error_code
@@ -80,6 +81,7 @@ class ProduceApi:
         now = self.ctx.log.clock.now_ms() if stamped else None
         decoded = decode_batches(data.records or b"", name, data.index, log_append_ms=now)
         table = pa.concat_tables([batch.table for batch in decoded])
+        check_keys(topic, table.column("key"))  # Kafka refuses the partition's whole batch
         if len(decoded) > 1:  # positions run on across the batches
             table = table.set_column(
                 table.schema.get_field_index("offset"),

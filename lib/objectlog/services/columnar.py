@@ -23,7 +23,13 @@ import pyarrow as pa
 
 from objectlog.errors import InvalidRequest, ObjectLogError, UnknownPartition
 from objectlog.format.partitioner import partitions_for_key_array
-from objectlog.format.records import check_record_size, check_record_sizes, record_sizes
+from objectlog.format.records import (
+    check_key,
+    check_keys,
+    check_record_size,
+    check_record_sizes,
+    record_sizes,
+)
 from objectlog.format.segment import HEADER_TYPE, slice_table
 from objectlog.format.topics import LOG_APPEND_TIME, MESSAGE_TIMESTAMP_TYPE, Topic
 from objectlog.services.append import PartitionBatch
@@ -115,6 +121,10 @@ def refuse_rows(
     refused = sizes > info.config.max_message_bytes
     if explicit is not None:
         refused |= explicit[rows] >= info.partitions
+    keyless = None  # on a compacted topic, which rows have no key (check_key refuses them)
+    if info.config.compacted:
+        keyless = columns.keys.is_null().to_numpy(zero_copy_only=False)
+        refused |= keyless[rows]
     if not refused.any():
         return rows, {}
     errors: dict[int, ObjectLogError] = {}
@@ -123,6 +133,7 @@ def refuse_rows(
             if explicit is not None and explicit[row] >= 0:
                 check_partition(info, int(explicit[row]))
             check_record_size(info, size)
+            check_key(info, None if keyless is not None and keyless[row] else b"")
         except ObjectLogError as e:
             errors[row] = e
     return rows[np.isin(rows, list(errors), invert=True)], errors
@@ -175,6 +186,7 @@ def table_batches(
     """
     sizes = columns.sizes if rows is None else columns.sizes[rows]
     check_record_sizes(info, sizes)
+    check_keys(info, columns.keys if rows is None else columns.keys.take(rows))
     given = columns.timestamps
     if info.config.get(MESSAGE_TIMESTAMP_TYPE) == LOG_APPEND_TIME:
         given = None  # the log's time, whatever the records say
