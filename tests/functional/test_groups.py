@@ -13,9 +13,9 @@ from objectlog.errors import (
     GroupNotEmpty,
     GroupNotFound,
     InvalidRequest,
-    OffsetOutOfRange,
     TopicNotFound,
     UnknownMemberId,
+    UnknownPartition,
 )
 from objectlog.groups import GroupCoordinator, Membership, OffsetAndMetadata, TopicPartition
 
@@ -159,17 +159,21 @@ def test_a_silent_member_is_expired_and_its_commits_are_fenced(
     assert groups.committed("g", [zombie.owned[0]])[zombie.owned[0]] is None
 
 
-def test_commits_are_checked_against_the_log(
+def test_commits_are_checked_against_the_topic_not_the_high_watermark(
     groups: GroupCoordinator, clocked_log: ObjectLog
 ) -> None:
     produce(clocked_log, TOPIC, per_partition=5, partitions=1)
     member = groups.join("g", [TOPIC])
     tp = TopicPartition(TOPIC, 0)
-    with pytest.raises(OffsetOutOfRange, match="high watermark 5"):
-        groups.commit("g", {tp: 6}, member_id=member.member_id, generation=member.generation)
-    assert groups.committed("g", [tp]) == {tp: None}  # nothing stored
     groups.commit("g", {tp: OffsetAndMetadata(5, "done")}, member_id=member.member_id, generation=1)
     assert groups.committed("g", [tp]) == {tp: OffsetAndMetadata(5, "done")}
+    # past the high watermark too, as Kafka's coordinator keeps any offset
+    groups.commit("g", {tp: 9}, member_id=member.member_id, generation=member.generation)
+    assert groups.committed("g", [tp]) == {tp: OffsetAndMetadata(9, "")}
+    assert groups.describe("g").offsets[0].lag == 0
+    with pytest.raises(UnknownPartition):
+        groups.commit("g", {TopicPartition(TOPIC, 99): 0}, member_id=member.member_id)
+    assert groups.committed("g", [tp]) == {tp: OffsetAndMetadata(9, "")}  # nothing stored
     for bad in (-1, "3", 2.5):
         with pytest.raises(InvalidRequest):
             groups.commit("g", {tp: bad}, member_id=member.member_id, generation=1)  # type: ignore[dict-item]

@@ -107,8 +107,8 @@ def test_consumer_over_http_reads_everything_and_resumes(remote: HttpObjectLog) 
         (
             "POST",
             "/groups/g/offsets",
-            {"offsets": [{"topic": "orders", "partition": 0, "offset": 99}]},
-            416,
+            {"offsets": [{"topic": "orders", "partition": 99, "offset": 0}]},
+            404,
         ),
         (
             "POST",

@@ -23,7 +23,6 @@ from objectlog.errors import (
     GroupNotEmpty,
     GroupNotFound,
     InvalidRequest,
-    OffsetOutOfRange,
     TopicNotFound,
     UnknownMemberId,
     UnknownPartition,
@@ -147,8 +146,8 @@ class GroupCoordinator:
         """Store committed offsets: by the member that owns each partition in its generation,
         or (member_id None) by a consumer outside the group while no member owns them.
 
-        Offsets past the high watermark are rejected (nothing stored); offsets below the log
-        start are accepted, as in Kafka. Raises CommitFailed when fenced.
+        Any offset of a partition that exists is accepted, past the high watermark or below
+        the log start, as in Kafka. Raises CommitFailed when fenced.
         """
         validate_group_name(group)
         wanted = self._checked_offsets(offsets)
@@ -403,26 +402,20 @@ class GroupCoordinator:
     def _checked_offsets(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Validate every offset against its partition's log before storing any."""
+        """Check every offset's partition exists before storing any. The offset itself may be
+        any (offset_value refuses a negative one), as Kafka's coordinator accepts it: a commit
+        past the high watermark (AdminClient.alterConsumerGroupOffsets, a group reset ahead of
+        the producers) is kept, and a consumer resuming there waits for the records."""
         wanted = {TopicPartition(*tp): offset_value(v) for tp, v in offsets.items()}
-        heads = self._heads(list(wanted))
         counts = self._partition_counts({tp.topic for tp in wanted})
-        for tp, value in wanted.items():
+        for tp in wanted:
             if tp.topic not in counts:
                 raise TopicNotFound(f"topic {tp.topic!r} does not exist", field="topic")
-            head = heads.get(tp)
-            if head is None:
+            if not 0 <= tp.partition < counts[tp.topic]:
                 raise UnknownPartition(
                     f"topic {tp.topic!r} has {counts[tp.topic]} partitions; "
                     f"there is no partition {tp.partition}",
                     field="partition",
-                )
-            if value.offset > head.next_offset:
-                raise OffsetOutOfRange(
-                    f"cannot commit offset {value.offset} for {tp.topic}/{tp.partition}: "
-                    f"past the high watermark {head.next_offset}",
-                    log_start_offset=head.log_start_offset,
-                    high_watermark=head.next_offset,
                 )
         return wanted
 

@@ -1,0 +1,65 @@
+"""OffsetCommit keeps any offset of a partition that exists, as Kafka's coordinator does (found
+by librdkafka's tests 0099 and 0081: AdminClient's alter of a group's offsets, and tools that
+reset a group ahead of its producers, were refused with OFFSET_OUT_OF_RANGE)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from objectlog import ObjectLog
+from objectlog.groups import OffsetAndMetadata, TopicPartition
+from objectlog.kafka.server import AgentThread
+from tests.kafka_agent_config import agent_config
+
+TOPIC = "ahead"
+
+
+@pytest.fixture
+def agent(log: ObjectLog) -> Iterator[AgentThread]:
+    log.create_topic(TOPIC, partitions=2)
+    producer = log.producer()
+    producer.send(TOPIC, value=b"only", partition=0)
+    producer.close()
+    running = AgentThread(log, agent_config()).start()
+    yield running
+    running.stop()
+
+
+def test_the_admin_client_alters_offsets_past_the_high_watermark(
+    log: ObjectLog, agent: AgentThread
+) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka import TopicPartition as KafkaPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": agent.address})
+    wanted = [KafkaPartition(TOPIC, 0, 500), KafkaPartition(TOPIC, 1, 7)]
+    altered = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions("tool", wanted)])
+    result = altered["tool"].result(timeout=10)
+    assert [(tp.partition, tp.offset, tp.error) for tp in result.topic_partitions] == [
+        (0, 500, None),
+        (1, 7, None),
+    ]
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("tool")])
+    offsets = listed["tool"].result(timeout=10).topic_partitions
+    assert sorted((tp.partition, tp.offset) for tp in offsets) == [(0, 500), (1, 7)]
+    assert log.groups.committed("tool", [TopicPartition(TOPIC, 0)]) == {
+        TopicPartition(TOPIC, 0): OffsetAndMetadata(500, "")
+    }
+
+
+def test_a_kafka_python_member_commits_past_the_high_watermark(agent: AgentThread) -> None:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaPartition
+    from kafka.structs import OffsetAndMetadata as KafkaOffset
+
+    consumer = KafkaConsumer(bootstrap_servers=agent.address, group_id="ahead-of-producers")
+    try:
+        partition = KafkaPartition(TOPIC, 0)
+        consumer.assign([partition])
+        consumer.commit({partition: KafkaOffset(42, "", -1)})
+        assert consumer.committed(partition) == 42
+    finally:
+        consumer.close()
