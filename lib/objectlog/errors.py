@@ -68,6 +68,11 @@ class InvalidRecord(InvalidRequest):
     Kafka refuses it (INVALID_RECORD)."""
 
 
+class PolicyViolation(InvalidRequest):
+    """The topic's config forbids the operation (deleting records from a topic whose
+    cleanup.policy is compact only, as Kafka forbids it)."""
+
+
 class RecordTooLarge(ObjectLogError):
     """A record exceeds the topic's max.message.bytes."""
 

@@ -32,6 +32,7 @@ from objectlog.errors import (
     InvalidTopicName,
     ObjectLogError,
     OffsetOutOfRange,
+    PolicyViolation,
     RecordTooLarge,
     TopicExists,
     TopicNotFound,
@@ -329,6 +330,26 @@ def test_an_offset_below_the_log_start_is_out_of_range_naming_it(
     assert client.offset_for_time("t", 0, 0) == 2
 
 
+def test_deleted_records_are_gone_for_readers_and_the_log_start_only_moves_forward(
+    client: LogClient,
+) -> None:
+    client.create_topic("t", partitions=2)
+    with client.producer(linger_ms=0) as producer:
+        for i in range(5):
+            producer.send("t", b"v%d" % i, partition=0)
+    assert client.delete_records("t", {0: 3, 1: -1}) == {0: 3, 1: 0}
+    assert client.offsets("t", 0) == Offsets(earliest=3, latest=5)
+    assert values(client, "t", offset=3) == [b"v3", b"v4"]
+    error = raised(lambda: client.fetch("t", 0, 2))
+    assert isinstance(error, OffsetOutOfRange)
+    assert (error.log_start_offset, error.high_watermark) == (3, 5)
+    assert client.delete_records("t", {0: 1}) == {0: 3}  # never back
+    assert client.delete_records("t", {0: -1}) == {0: 5}  # to the high watermark
+    client.create_topic("keys", config={"cleanup.policy": "compact"})
+    refused = raised(lambda: client.delete_records("keys", {0: -1}))
+    assert type(refused) is PolicyViolation and refused.kind is PolicyViolation.kind
+
+
 # ---- errors ------------------------------------------------------------------------------
 
 Call = Callable[[LogClient], object]
@@ -409,14 +430,28 @@ BAD_INPUT: list[Any] = [
     pytest.param(lambda c: c.groups.join("g", ["missing"]), TopicNotFound, id="join-no-topic"),
     pytest.param(lambda c: c.groups.heartbeat("g", "nobody"), UnknownMemberId, id="no-member"),
     pytest.param(
-        lambda c: c.groups.commit("g", {TopicPartition("t", 0): 2}),
-        OffsetOutOfRange,
-        id="commit-past-hw",
-    ),
-    pytest.param(
         lambda c: c.groups.commit("g", {TopicPartition("t", 2): 0}),
         UnknownPartition,
         id="commit-partition-2-of-2",
+    ),
+    pytest.param(
+        lambda c: c.delete_records("missing", {0: 0}), TopicNotFound, id="delete-records-unknown"
+    ),
+    pytest.param(
+        lambda c: c.delete_records("t", {2: 0}), UnknownPartition, id="delete-records-2-of-2"
+    ),
+    pytest.param(
+        lambda c: c.delete_records("t", {-1: 0}), InvalidRequest, id="delete-records-neg-partition"
+    ),
+    pytest.param(
+        lambda c: c.delete_records("t", {0: 1, 1: 1}),  # partition 1 is empty
+        OffsetOutOfRange,
+        id="delete-records-past-hw",
+    ),
+    pytest.param(
+        lambda c: c.delete_records("t", {0: 1, 1: -2}),
+        OffsetOutOfRange,
+        id="delete-records-below-minus-1",
     ),
 ]
 
@@ -434,7 +469,10 @@ def test_bad_input_raises_the_same_error_on_every_transport(
 def test_bad_input_changed_nothing(shared_client: LogClient) -> None:
     assert shared_client.list_topics() == ["t"]
     partitions = shared_client.describe_topic("t").partitions
-    assert [(p.partition, p.high_watermark) for p in partitions] == [(0, 1), (1, 0)]
+    assert [(p.partition, p.log_start_offset, p.high_watermark) for p in partitions] == [
+        (0, 0, 1),
+        (1, 0, 0),
+    ]
     assert shared_client.groups.list_groups() == []
 
 

@@ -16,6 +16,7 @@ from objectlog.errors import (
     ConcurrentModification,
     HorizonPassed,
     InvalidRequest,
+    OffsetOutOfRange,
     OutOfOrderSequence,
     ProducerFenced,
     SpillRaced,
@@ -29,6 +30,7 @@ from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPar
 from objectlog.stores.idempotency import COMPLETED, IN_PROGRESS, Claim, IdempotencyRecord
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import Lease
+from objectlog.stores.log_start import TO_HIGH_WATERMARK
 from objectlog.stores.metadata import (
     ACTIVE,
     CREATING,
@@ -489,6 +491,80 @@ def test_a_swap_needs_the_compactor_epoch_it_stamped(stores: ItemStores) -> None
     assert head is not None and head.compactor_epoch == 3 and head.index_epoch == 1
     assert (head.manifest_list, head.log_start_offset) == ("ml-c", 2)
     assert head.next_offset == 3  # a swap never moves the high watermark
+
+
+def test_the_log_start_moves_only_forward_and_never_past_the_high_watermark(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    m = stores.metadata
+    for seq in range(3):
+        m.commit(commit(t, seq=seq))  # offsets 0-8
+
+    def raise_to(offset: int, partition: int = 0, topic_id: str = t.topic_id) -> int:
+        return m.raise_log_start("t", partition, topic_id=topic_id, offset=offset)
+
+    assert raise_to(4) == 4
+    assert raise_to(2) == 4 and raise_to(4) == 4  # never back; a repeat answers it
+    with pytest.raises(OffsetOutOfRange) as refused:
+        raise_to(10)
+    assert (refused.value.log_start_offset, refused.value.high_watermark) == (4, 9)
+    with pytest.raises(TopicNotFound):
+        raise_to(5, topic_id="id-of-a-topic-deleted-since")
+    with pytest.raises(TopicNotFound):
+        raise_to(5, partition=9)  # no such head
+    assert raise_to(9) == 9  # the high watermark itself: the partition holds no record
+    head = m.get_head("t", 0)
+    assert head is not None and (head.log_start_offset, head.next_offset) == (9, 9)
+    assert len(head.tail) == 3  # the refs stay: the compactor removes them
+
+
+def test_the_log_start_raised_to_the_high_watermark_is_the_one_the_write_finds(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    m = stores.metadata
+    assert m.raise_log_start("t", 1, topic_id=t.topic_id, offset=TO_HIGH_WATERMARK) == 0
+    for seq in range(2):
+        m.commit(commit(t, seq=seq))
+    assert m.raise_log_start("t", 0, topic_id=t.topic_id, offset=TO_HIGH_WATERMARK) == 6
+    assert m.raise_log_start("t", 0, topic_id=t.topic_id, offset=TO_HIGH_WATERMARK) == 6
+    m.commit(commit(t, seq=2))
+    assert m.raise_log_start("t", 0, topic_id=t.topic_id, offset=TO_HIGH_WATERMARK) == 9
+    head = m.get_head("t", 0)
+    assert head is not None and (head.log_start_offset, head.next_offset) == (9, 9)
+
+
+def test_a_swap_planned_before_a_delete_records_does_not_lower_the_log_start(
+    stores: ItemStores,
+) -> None:
+    t = created(stores, topic())
+    m = stores.metadata
+    for seq in range(3):
+        m.commit(commit(t, seq=seq))
+    assert m.stamp_compactor_epoch("t", 0, 1)
+    planned = m.get_head("t", 0)  # the compactor plans from this head: log start 0
+    assert planned is not None
+    assert m.raise_log_start("t", 0, topic_id=t.topic_id, offset=5) == 5  # DeleteRecords
+
+    def swap(log_start: int) -> bool:
+        return m.swap_index(
+            "t",
+            0,
+            topic_id=t.topic_id,
+            expected_index_epoch=planned.index_epoch,
+            compactor_epoch=1,
+            manifest_list="ml-c",
+            log_start_offset=log_start,
+            object_time_ms=5000,
+        )
+
+    assert not swap(3)
+    head = m.get_head("t", 0)
+    assert head is not None and (head.log_start_offset, head.index_epoch) == (5, 0)
+    assert swap(5)  # planned again from the head as it is now
+    head = m.get_head("t", 0)
+    assert head is not None and (head.log_start_offset, head.manifest_list) == (5, "ml-c")
 
 
 # ---- groups ------------------------------------------------------------------------------

@@ -43,6 +43,23 @@ def test_topics_commands(run, log: ObjectLog) -> None:
     assert run("topics", "list").output.strip() == ""
 
 
+def test_topics_delete_records(run, log: ObjectLog) -> None:
+    log.create_topic("purged", partitions=2)
+    with log.producer() as producer:
+        for i in range(4):
+            producer.send("purged", b"v%d" % i, partition=0)
+    deleted = run("topics", "delete-records", "purged", "--offset", "0=3", "--offset", "1=-1")
+    assert deleted.exit_code == 0, deleted.output
+    assert deleted.output.splitlines() == [
+        "Partition: 0\tLogStartOffset: 3",
+        "Partition: 1\tLogStartOffset: 0",
+    ]
+    assert log.offsets("purged", 0).earliest == 3
+    past = run("topics", "delete-records", "purged", "--offset", "0=9")
+    assert past.exit_code == 1 and "high watermark is 4" in past.output
+    assert run("topics", "delete-records", "purged", "--offset", "0:3").exit_code == 2
+
+
 def test_errors_are_one_line_and_non_zero(run) -> None:
     result = run("topics", "describe", "missing")
     assert result.exit_code == 1

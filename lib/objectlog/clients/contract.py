@@ -166,3 +166,11 @@ class LogClient(ProducerHost, ConsumerHost, Protocol):
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         """The first offset whose timestamp is >= timestamp_ms, None if there is none."""
         ...
+
+    def delete_records(self, topic: str, offsets: Mapping[int, int]) -> dict[int, int]:
+        """Delete each partition's records before its offset (-1: every record, to the high
+        watermark), as Kafka's DeleteRecords: each partition's log start after it, which
+        only moves forward. The whole request is checked before any log start moves:
+        UnknownPartition; OffsetOutOfRange for an offset past the high watermark or below
+        -1; PolicyViolation on a topic whose cleanup.policy is compact only."""
+        ...

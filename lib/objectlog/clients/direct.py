@@ -34,6 +34,7 @@ from objectlog.format.topics import (
 )
 from objectlog.groups.coordinator import GroupCoordinator
 from objectlog.services.append import Appender
+from objectlog.services.delete_records import delete_records
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
@@ -390,6 +391,19 @@ class ObjectLog:
         head = self.reader.head(topic, partition)
         self._recent_heads.remember(topic, partition, head)
         return Offsets(earliest=head.log_start_offset, latest=head.next_offset)
+
+    def delete_records(self, topic: str, offsets: Mapping[int, int]) -> dict[int, int]:
+        """Delete each partition's records before its offset (-1: all of them), as Kafka's
+        DeleteRecords: the partitions' new log start offsets. Nothing is written unless
+        every partition can be: PolicyViolation (a topic compacted only), UnknownPartition,
+        OffsetOutOfRange (past the high watermark, or below -1), TopicNotFound
+        (services.delete_records)."""
+        for partition in offsets:
+            check_non_negative("partition", partition)
+        starts = delete_records(self.metadata, self.topic(topic, fresh=True), offsets)
+        for partition in starts:
+            self._recent_heads.forget(topic, partition)  # this client's fetches see it at once
+        return starts
 
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         """The first offset whose timestamp is >= timestamp_ms, or None if there is none."""

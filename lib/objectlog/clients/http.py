@@ -247,6 +247,15 @@ class HttpObjectLog:
         body = self.api.request("GET", _partition_path(topic, partition, "offsets"))
         return Offsets(earliest=body["earliest"], latest=body["latest"])
 
+    def delete_records(self, topic: str, offsets: Mapping[int, int]) -> dict[int, int]:
+        for partition in offsets:
+            check_non_negative("partition", partition)
+        asked = [{"partition": p, "offset": offset} for p, offset in offsets.items()]
+        body = self.api.request(
+            "POST", f"{_topic_path(topic)}/delete-records", json={"partitions": asked}
+        )
+        return {p["partition"]: p["log_start_offset"] for p in body["partitions"]}
+
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         body = self.api.request(
             "GET",

@@ -10,7 +10,9 @@ one conditional UpdateItem on the head. Steps:
    compacted: producers append to the tail all the time, and a swap that leaves the tail
    alone never races them.
 2. Retention (``retention.ms``, ``retention.bytes``) drops whole segments from the start and
-   advances ``log_start_offset``.
+   advances ``log_start_offset``. Segments that end at or below the log start (a DeleteRecords
+   raised it) are dropped on every topic; one straddling the log start stays (readers refuse
+   offsets below it).
 3. Merge: runs of L0 refs become L1 files of about ``target_file_bytes`` with row groups of
    about ``row_group_bytes``. With ``cleanup.policy=compact``, the whole cleanable range
    (from the log start to the first ref newer than ``min.compaction.lag.ms``) is rewritten
@@ -20,7 +22,9 @@ one conditional UpdateItem on the head. Steps:
 4. Write the new manifests and manifest list (the replaced objects listed as retired), then one
    UpdateItem on the head: ``ml``, ``lso``, ``ie + 1``, conditional on the head's ``ie`` and
    ``tid`` as read, on ``ce`` being this compactor's epoch (a compactor whose lease was taken
-   over cannot swap) and on the GC horizon being older than the new objects. Never on
+   over cannot swap), on the GC horizon being older than the new objects and on ``lso`` not
+   going back (a DeleteRecords that landed since the head was read fails the swap, and the
+   compactor plans again from the head as it is). Never on
    ``next_offset``: producers move it constantly, and a busy partition must not starve the
    compactor.
 
@@ -114,10 +118,12 @@ def plan(
     now_ms: int,
     settings: CompactionSettings,
 ) -> CompactionPlan:
-    """Propose retention and merging over refs: the head's manifest refs, in offset order."""
+    """Propose retention and merging over refs: the head's manifest refs, in offset order,
+    from the first the index holds (also those below the log start)."""
     config = topic.config
-    kept = list(refs)
-    dropped: list[PlacedRef] = []
+    deleted = _prefix(refs, lambda p: p.end_offset <= head.log_start_offset)
+    kept = list(refs[len(deleted) :])
+    dropped = list(deleted)  # whatever the cleanup policy: readers never reach them again
     if config.retention_ms >= 0:
         while kept and kept[0].ref.max_timestamp < now_ms - config.retention_ms:
             dropped.append(kept.pop(0))
@@ -127,7 +133,7 @@ def plan(
             total -= kept[0].ref.length
             dropped.append(kept.pop(0))
     if "delete" not in config.get("cleanup.policy").split(","):
-        dropped, kept = [], list(refs)
+        dropped, kept = list(deleted), list(refs[len(deleted) :])
     log_start = max(head.log_start_offset, dropped[-1].end_offset if dropped else 0)
     if config.compacted:
         lag = int(config.get("min.compaction.lag.ms"))
@@ -309,15 +315,12 @@ class Compactor:
         self, head: PartitionHead, *, as_if_spilled: bool, keep: int
     ) -> list[PlacedRef]:
         """The refs a swap may replace: those in manifests (a dry run, which does not spill,
-        counts the tail refs a spill would move too)."""
+        counts the tail refs a spill would move too). From the index's first ref, not from
+        the log start: refs a DeleteRecords left below it are the plan's to drop."""
         end = head.tail_base
         if as_if_spilled and len(head.tail) > keep:
             end += sum(ref.span for ref in head.tail[: len(head.tail) - keep])
-        return [
-            placed
-            for placed in self.index.placed_refs(head, head.log_start_offset)
-            if placed.end_offset <= end
-        ]
+        return [placed for placed in self.index.placed_refs(head, 0) if placed.end_offset <= end]
 
     def _describe(self, proposal: CompactionPlan, report: PartitionReport) -> None:
         replaced = proposal.dropped + proposal.rewrite
@@ -422,16 +425,18 @@ class Compactor:
     ) -> bool:
         rewritten = {id(p) for p in proposal.rewrite}
         dropped = {id(p) for p in proposal.dropped}
+        kept = [placed for placed in refs if id(placed) not in dropped]
         index: list[SegmentRef] = []
-        for placed in refs:
-            if id(placed) in dropped:
-                continue
+        for placed in kept:
             if id(placed) in rewritten:
                 if placed is proposal.rewrite[0]:
                     index += new_refs
                 continue
             index.append(placed.ref)
-        entries = self._write_manifests(head, proposal.log_start, index)
+        # The index starts where its first kept ref does: at the log start, or below it when
+        # that ref straddles a log start a DeleteRecords set.
+        base = kept[0].base_offset if kept else proposal.log_start
+        entries = self._write_manifests(head, base, index)
         replaced = proposal.dropped + proposal.rewrite
         retired = sorted({self._key(p.ref) for p in replaced} - {self._key(r) for r in index})
         previous = self.index.manifest_list(head.manifest_list) if head.manifest_list else None

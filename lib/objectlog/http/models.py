@@ -72,6 +72,29 @@ class AlterTopicRequest(Strict):
     partitions: int | None = Field(default=None, ge=1, le=10_000, description="grow to this")
 
 
+class RecordsBefore(Strict):
+    partition: int = Field(ge=0, le=2**31 - 1)
+    offset: int = Field(
+        ge=-(2**63),
+        le=2**63 - 1,
+        description="delete the records before this offset; -1: every record (to the high "
+        "watermark)",
+    )
+
+
+class DeleteRecordsRequest(Strict):
+    partitions: list[RecordsBefore] = Field(max_length=10_000)
+
+
+class LogStartOut(BaseModel):
+    partition: int
+    log_start_offset: int
+
+
+class DeleteRecordsResponse(BaseModel):
+    partitions: list[LogStartOut]
+
+
 class PartitionOut(BaseModel):
     partition: int
     log_start_offset: int

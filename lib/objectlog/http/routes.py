@@ -31,6 +31,8 @@ from objectlog.http.idempotency import IdempotentRunner, Landed, Outcome, Produc
 from objectlog.http.models import (
     AlterTopicRequest,
     CreateTopicRequest,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     FetchResponse,
     OffsetOut,
     OffsetsResponse,
@@ -60,6 +62,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("DELETE", "/topics/{topic}", PRODUCE),
     ("POST", "/topics/{topic}", PRODUCE),
     ("POST", "/topics/{topic}/records", PRODUCE),
+    ("POST", "/topics/{topic}/delete-records", PRODUCE),
     ("GET", "/topics/{topic}/partitions/{partition}/records", FETCH),
     ("GET", "/topics/{topic}/partitions/{partition}/offsets", FETCH),
     ("GET", "/groups", FETCH),
@@ -167,6 +170,19 @@ def topic_admin_router(services: Services) -> Router:
     def delete_topic(topic: TopicName) -> Response[None]:
         services.log.delete_topic(topic)
         return Response(204, "application/json", None)
+
+    @router.post(
+        "/topics/<topic>/delete-records",
+        summary="Delete the records before offsets (Kafka's DeleteRecords)",
+    )
+    def delete_records(
+        topic: TopicName, request: Annotated[DeleteRecordsRequest, Body()]
+    ) -> DeleteRecordsResponse:
+        offsets = {p.partition: p.offset for p in request.partitions}
+        starts = services.log.delete_records(topic, offsets)
+        return DeleteRecordsResponse.model_validate(
+            {"partitions": [{"partition": p, "log_start_offset": o} for p, o in starts.items()]}
+        )
 
     return router
 

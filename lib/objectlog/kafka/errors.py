@@ -16,6 +16,7 @@ from objectlog.errors import (
     ObjectLogError,
     OffsetOutOfRange,
     OutOfOrderSequence,
+    PolicyViolation,
     ProducerFenced,
     RecordTooLarge,
     StorageUnavailable,
@@ -27,7 +28,7 @@ from objectlog.errors import (
 )
 from objectlog.kafka.batches import InvalidBatch
 
-# Most specific first: InvalidTopicName and InvalidConfig are InvalidRequests.
+# Most specific first: InvalidTopicName, InvalidConfig and PolicyViolation are InvalidRequests.
 CODES: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (TopicNotFound, ErrorCode.unknown_topic_or_partition),
     (UnknownPartition, ErrorCode.unknown_topic_or_partition),
@@ -36,6 +37,7 @@ CODES: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (InvalidTopicName, ErrorCode.invalid_topic_exception),
     (InvalidConfig, ErrorCode.invalid_config),
     (InvalidRecord, ErrorCode.invalid_record),
+    (PolicyViolation, ErrorCode.policy_violation),
     (TopicExists, ErrorCode.topic_already_exists),
     (OutOfOrderSequence, ErrorCode.out_of_order_sequence_number),
     (ProducerFenced, ErrorCode.invalid_producer_epoch),

@@ -1,28 +1,69 @@
-"""Group administration over Kafka: ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
+"""Group administration over Kafka: ListGroups, DescribeGroups, ConsumerGroupDescribe,
+DeleteGroups, OffsetDelete.
 
 A group is a classic one (its document, kafka.classic) or one of objectlog's own (the library's
 Consumer, the HTTP API, KIP-848 members of the agent); both are in objectlog's group registry
-and both keep their offsets in objectlog's offset items.
+and both keep their offsets in objectlog's offset items. Kafka's coordinator (Kafka 3.9 and
+4.x, GroupMetadataManager) types them: a classic group is "classic"; objectlog's own groups are
+KIP-848's "consumer" groups, described by ConsumerGroupDescribe and, like Kafka's consumer
+groups, not by DescribeGroups (Dead, or GROUP_ID_NOT_FOUND from v6); one that only ever had
+offsets committed from outside a group (assign() and commit, no member) is what Kafka keeps as
+a "simple" classic group, with no protocol type.
+
+Reads per group described or listed: its classic document (GetItem), then, for one of
+objectlog's, GroupCoordinator.describe (the group item, its members' leases and offset items,
+its topics, their heads); ListGroups reads the registry, then every group in it so.
 """
 
 from __future__ import annotations
 
 import base64
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from objectlog.errors import GroupNotFound, ObjectLogError
-from objectlog.groups import TopicPartition
+from objectlog.errors import GroupNotFound, ObjectLogError, TopicNotFound
+from objectlog.groups import GroupDescription, TopicPartition
+from objectlog.groups.values import GROUP_NAME
 from objectlog.kafka import classic, operations
 from objectlog.kafka.classic import DOCUMENT_KIND, ClassicGroup
-from objectlog.kafka.context import ApiContext
+from objectlog.kafka.consumer_group_describe import (
+    CONSUMER_STATES,
+    described_group,
+    not_found,
+    topic_names,
+)
+from objectlog.kafka.context import ApiContext, topic_uuid
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.stores.documents import ABSENT
 
-PROTOCOL_TYPE = "consumer"
-NATIVE_STATES = {"Empty": "Empty", "Stable": "Stable", "Rebalancing": "PreparingRebalance"}
+PROTOCOL_TYPE = "consumer"  # Kafka's ConsumerProtocol.PROTOCOL_TYPE
+CLASSIC, CONSUMER = "classic", "consumer"  # Kafka's group types (ListGroups v5)
+DEAD = "Dead"
+DESCRIBE_GROUPS_WITH_ERRORS = 6  # from v6 a group DescribeGroups cannot describe is an error
+
+
+@dataclass(frozen=True)
+class FoundGroup:
+    """A group as Kafka's coordinator would hold it: its type, its state and protocol type
+    (Kafka's names), and what was read of it (a classic document, or objectlog's group)."""
+
+    group_type: str
+    state: str
+    protocol_type: str
+    classic: ClassicGroup | None = None
+    native: GroupDescription | None = None
+
+    def listed(self, group_id: str) -> dict[str, Any]:
+        return {
+            "group_id": group_id,
+            "protocol_type": self.protocol_type,
+            "group_state": self.state,
+            "group_type": self.group_type,
+        }
 
 
 class GroupAdminApi:
@@ -38,56 +79,66 @@ class GroupAdminApi:
         classic.expire(group, self.ctx.log.clock.now_ms())
         return group, version
 
-    def _state(self, group_id: str) -> tuple[str, ClassicGroup | None]:
-        """The group's state as Kafka names it; GroupNotFound when neither kind has it."""
+    def _found(self, group_id: str) -> FoundGroup:
+        """The group, whichever kind; GroupNotFound when neither has it, or when objectlog's
+        rules refuse the name (Kafka's are wider), which no group can have then."""
+        if not GROUP_NAME.match(group_id):
+            raise GroupNotFound(f"group {group_id!r} does not exist")
         group, _ = self._classic(group_id)
         if group is not None:
-            return group.phase, group
+            return FoundGroup(CLASSIC, group.phase, group.protocol_type or "", classic=group)
         native = self.ctx.log.groups.describe(group_id)
-        return NATIVE_STATES.get(native.state, native.state), None
+        if native.generation == 0:  # no member ever: offsets committed from outside a group
+            return FoundGroup(CLASSIC, classic.EMPTY, "")
+        state = CONSUMER_STATES.get(native.state, native.state)
+        return FoundGroup(CONSUMER, state, PROTOCOL_TYPE, native=native)
 
     async def list_groups(self, request: Request) -> dict[str, Any]:
-        wanted = set(getattr(request.body, "states_filter", ()) or ())
+        """Every group, or those in the states and of the types asked for (v4, v5), compared
+        as Kafka compares them: case-insensitively (states also trimmed); a filter naming
+        nothing Kafka knows lists nothing."""
+        body = request.body
+        states = {s.strip().lower() for s in getattr(body, "states_filter", ()) or ()}
+        types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
         listed = []
         for name in await self.ctx.call(self.ctx.log.groups.list_groups):
             try:
-                state, _ = await self.ctx.call(self._state, name)
+                found = await self.ctx.call(self._found, name)
             except GroupNotFound:
                 continue
-            if not wanted or state in wanted:
-                listed.append(
-                    {"group_id": name, "protocol_type": PROTOCOL_TYPE, "group_state": state}
-                )
+            if (not states or found.state.lower() in states) and (
+                not types or found.group_type in types
+            ):
+                listed.append(found.listed(name))
         return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": listed}
 
     async def describe_groups(self, request: Request) -> dict[str, Any]:
-        described = [await self.ctx.call(self._describe, name) for name in request.body.groups]
+        with_errors = request.api_version >= DESCRIBE_GROUPS_WITH_ERRORS
+        described = [
+            await self.ctx.call(self._describe, name, with_errors) for name in request.body.groups
+        ]
         asked = getattr(request.body, "include_authorized_operations", False)
         for group in described:
-            group["authorized_operations"] = operations.authorized(operations.GROUP, asked)
+            if group["error_code"] == ErrorCode.none:  # as Kafka: not for a group in error
+                group["authorized_operations"] = operations.authorized(operations.GROUP, asked)
         return {"throttle_time": 0, "groups": described}
 
-    def _describe(self, name: str) -> dict[str, Any]:
+    def _describe(self, name: str, with_errors: bool) -> dict[str, Any]:
         try:
-            state, group = self._state(name)
+            found = self._found(name)
         except GroupNotFound:
-            return _described(name, ErrorCode.none, "Dead", "", [])
+            return _dead(name, f"Group {name} not found.", with_errors)
         except ObjectLogError as e:
-            return _described(name, error_code(e), "", "", [])
-        if group is None:
-            native = self.ctx.log.groups.describe(name)
-            members: list[dict[str, Any]] = [
-                {
-                    "member_id": m.member_id,
-                    "client_id": m.client_id,
-                    "client_host": "",
-                    "member_metadata": b"",
-                    "member_assignment": b"",
-                }
-                for m in native.members
-            ]
-            return _described(name, ErrorCode.none, state, native.strategy or "", members)
-        protocol = group.protocol or ""
+            return {
+                **_described(name, "", "", "", []),
+                "error_code": error_code(e),
+                "error_message": str(e),
+            }
+        if found.group_type == CONSUMER:  # Kafka's DescribeGroups describes classic groups only
+            return _dead(name, f"Group {name} is not a classic group.", with_errors)
+        if found.classic is None:
+            return _described(name, found.state, "", "", [])
+        group, protocol = found.classic, found.classic.protocol or ""
         members = [
             {
                 "member_id": m.member_id,
@@ -99,7 +150,40 @@ class GroupAdminApi:
             }
             for m in group.members.values()
         ]
-        return _described(name, ErrorCode.none, state, protocol, members)
+        return _described(name, found.state, found.protocol_type, protocol, members)
+
+    async def consumer_group_describe(self, request: Request) -> dict[str, Any]:
+        """KIP-848's describe: objectlog's own groups; any other group is answered as Kafka
+        answers one that is not a consumer group (the admin clients then ask DescribeGroups)."""
+        body = request.body
+        described = [await self.ctx.call(self._consumer_group, name) for name in body.group_ids]
+        for group in described:
+            if group["error_code"] == ErrorCode.none:
+                group["authorized_operations"] = operations.authorized(
+                    operations.GROUP, body.include_authorized_operations
+                )
+        return {"throttle_time": 0, "groups": described}
+
+    def _consumer_group(self, name: str) -> dict[str, Any]:
+        try:
+            found = self._found(name)
+        except GroupNotFound:
+            return not_found(name, f"Group {name} not found.")
+        except ObjectLogError as e:
+            return {"error_code": error_code(e), "error_message": str(e), "group_id": name}
+        if found.group_type != CONSUMER or found.native is None:
+            return not_found(name, f"Group {name} is not a consumer group.")
+        return described_group(found.native, self._topic_ids(topic_names(found.native)))
+
+    def _topic_ids(self, names: set[str]) -> dict[str, uuid.UUID]:
+        """Kafka's topic ids of the topics that still exist (cached topic reads)."""
+        ids = {}
+        for name in sorted(names):
+            try:
+                ids[name] = topic_uuid(self.ctx.log.topic(name).topic_id)
+            except TopicNotFound:
+                continue
+        return ids
 
     async def delete_groups(self, request: Request) -> dict[str, Any]:
         results = []
@@ -151,7 +235,7 @@ class GroupAdminApi:
         """Only while the group has no members (Kafka also allows it for topics no member is
         subscribed to; the agent cannot read a classic member's subscription)."""
         try:
-            state, _ = self._state(name)
+            state = self._found(name).state
         except GroupNotFound:
             return ErrorCode.group_id_not_found
         if state != "Empty":
@@ -161,13 +245,23 @@ class GroupAdminApi:
 
 
 def _described(
-    name: str, code: ErrorCode, state: str, protocol: str, members: list[dict[str, Any]]
+    name: str, state: str, protocol_type: str, protocol: str, members: list[dict[str, Any]]
 ) -> dict[str, Any]:
     return {
-        "error_code": code,
+        "error_code": ErrorCode.none,
+        "error_message": None,
         "group_id": name,
         "group_state": state,
-        "protocol_type": PROTOCOL_TYPE if state not in ("", "Dead") else "",
+        "protocol_type": protocol_type,
         "protocol_data": protocol,
         "members": members,
     }
+
+
+def _dead(name: str, message: str, with_errors: bool) -> dict[str, Any]:
+    """A group DescribeGroups cannot describe (absent, or not classic): Dead, and from v6
+    GROUP_ID_NOT_FOUND with Kafka's message."""
+    dead = _described(name, DEAD, "", "", [])
+    if with_errors:
+        dead.update(error_code=ErrorCode.group_id_not_found, error_message=message)
+    return dead

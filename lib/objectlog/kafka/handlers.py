@@ -28,6 +28,7 @@ from objectlog.kafka.fetch import FetchApi
 from objectlog.kafka.group_admin import GroupAdminApi
 from objectlog.kafka.groups import GroupsApi
 from objectlog.kafka.produce import ProduceApi
+from objectlog.kafka.records import RecordsApi
 from objectlog.kafka.wire import Request
 
 # API key: (lowest, highest) version offered. ApiVersions answers exactly this table.
@@ -37,12 +38,15 @@ OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP = 8, 9, 10, 11
 HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 12, 13, 14, 15, 16
 DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS = 32, 37, 42, 44
 OFFSET_DELETE, DESCRIBE_CLUSTER, CONSUMER_GROUP_HEARTBEAT = 47, 60, 68
+CONSUMER_GROUP_DESCRIBE = 69
+DELETE_RECORDS = 21
 SUPPORTED: dict[int, tuple[int, int]] = {
     SASL_HANDSHAKE: (0, 1),  # v0 advertised, not served: librdkafka 2.10 needs it (auth.py)
     SASL_AUTHENTICATE: (0, 2),
     CONSUMER_GROUP_HEARTBEAT: (0, 1),
-    DESCRIBE_GROUPS: (0, 5),
-    LIST_GROUPS: (0, 4),
+    CONSUMER_GROUP_DESCRIBE: (0, 1),
+    DESCRIBE_GROUPS: (0, 6),
+    LIST_GROUPS: (0, 5),
     DESCRIBE_CONFIGS: (1, 4),
     CREATE_PARTITIONS: (0, 3),
     DELETE_GROUPS: (0, 2),
@@ -64,6 +68,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
+    DELETE_RECORDS: (0, 2),
 }
 
 
@@ -95,6 +100,7 @@ class Handlers:
             OFFSET_FETCH: groups.offset_fetch,
             LIST_GROUPS: group_admin.list_groups,
             DESCRIBE_GROUPS: group_admin.describe_groups,
+            CONSUMER_GROUP_DESCRIBE: group_admin.consumer_group_describe,
             DELETE_GROUPS: group_admin.delete_groups,
             OFFSET_DELETE: group_admin.offset_delete,
             DESCRIBE_CONFIGS: configs.describe_configs,
@@ -102,6 +108,7 @@ class Handlers:
             CREATE_PARTITIONS: configs.create_partitions,
             DESCRIBE_CLUSTER: configs.describe_cluster,
             CONSUMER_GROUP_HEARTBEAT: consumers.consumer_group_heartbeat,
+            DELETE_RECORDS: RecordsApi(self.ctx).delete_records,
         }
 
     def close(self) -> None:

@@ -40,3 +40,7 @@ class RecentHeads:
 
     def remember(self, topic: str, partition: int, head: PartitionHead) -> None:
         self._heads[(topic, partition)] = (head, self._now())
+
+    def forget(self, topic: str, partition: int) -> None:
+        """Plan the partition's next fetch from a head read then: its log start moved."""
+        self._heads.pop((topic, partition), None)

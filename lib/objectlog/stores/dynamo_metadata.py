@@ -39,6 +39,7 @@ from objectlog.stores.kafka_window import (
     window_attribute,
     window_values,
 )
+from objectlog.stores.log_start import LogStartWrites
 from objectlog.stores.metadata import (
     ACTIVE,
     CREATING,
@@ -168,7 +169,7 @@ def new_head_item(topic: Topic, partition: int) -> Item:
     }
 
 
-class DynamoMetadata(KafkaCommits):
+class DynamoMetadata(KafkaCommits, LogStartWrites):
     """Topics, partition heads and producer state in one DynamoDB table."""
 
     def __init__(self, table: DynamoTable) -> None:
@@ -179,6 +180,9 @@ class DynamoMetadata(KafkaCommits):
 
     def _head_key(self, commit: Commit) -> dict[str, str]:
         return head_key(commit.topic, commit.partition)
+
+    def _head_at(self, topic: str, partition: int) -> dict[str, str]:
+        return head_key(topic, partition)
 
     @property
     def client(self) -> Any:
@@ -463,10 +467,12 @@ class DynamoMetadata(KafkaCommits):
         log_start_offset: int,
         object_time_ms: int,
     ) -> bool:
+        """HeadStore.swap_index. Its log start was planned from the head the compactor read:
+        the condition keeps a DeleteRecords that landed since from being undone."""
         return self.table.update(
             head_key(topic, partition),
             "SET ml = :ml, lso = :lso, ie = ie + :one",
-            condition="tid = :tid AND ie = :ie AND ce = :ce AND gch < :ots",
+            condition="tid = :tid AND ie = :ie AND ce = :ce AND gch < :ots AND lso <= :lso",
             values={
                 ":ml": manifest_list,
                 ":lso": log_start_offset,

@@ -14,6 +14,7 @@ from objectlog.format.topics import Topic, TopicConfig
 from objectlog.stores.groups import GroupState, OffsetItem, TopicPartition
 from objectlog.stores.idempotency import Claim, IdempotencyRecord, holds_key, landed_for
 from objectlog.stores.leases import Lease
+from objectlog.stores.log_start import raised_log_start
 from objectlog.stores.metadata import (
     ACTIVE,
     CREATING,
@@ -210,6 +211,7 @@ class MemoryMetadata:
                 and h.index_epoch == expected_index_epoch
                 and h.compactor_epoch == compactor_epoch
                 and h.gc_horizon < object_time_ms
+                and h.log_start_offset <= log_start_offset
             ),
             lambda h: replace(
                 h,
@@ -218,6 +220,14 @@ class MemoryMetadata:
                 index_epoch=h.index_epoch + 1,
             ),
         )
+
+    def raise_log_start(self, topic: str, partition: int, *, topic_id: str, offset: int) -> int:
+        with self._lock:
+            head = self._heads.get((topic, partition))
+            start, raised = raised_log_start(head, topic, partition, topic_id, offset)
+            if raised is not None:
+                self._heads[(topic, partition)] = raised
+            return start
 
     def raise_gc_horizon(self, topic: str, partition: int, horizon_ms: int) -> None:
         self._update_head(

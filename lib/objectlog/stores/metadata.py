@@ -214,8 +214,19 @@ class HeadStore(Protocol):
         log_start_offset: int,
         object_time_ms: int,
     ) -> bool:
-        """Point the head at a compacted index, conditional on topic id, index epoch,
-        compactor epoch and GC horizon (never on next_offset); False if one failed."""
+        """Point the head at a compacted index and set its log start, conditional on topic
+        id, index epoch, compactor epoch, GC horizon (never on next_offset) and on the log
+        start not going back (a DeleteRecords since the compactor read the head raised it:
+        the compactor plans again); False if one failed."""
+        ...
+
+    def raise_log_start(self, topic: str, partition: int, *, topic_id: str, offset: int) -> int:
+        """Move the log start forward to offset (stores.log_start.TO_HIGH_WATERMARK: to the
+        high watermark as the write finds it), in one conditional write applied only if
+        offset is above the log start and not above the high watermark; the log start after
+        it (the head's own when it was at or past offset already). Raises TopicNotFound (the
+        head is gone, or is another topic's of the same name), OffsetOutOfRange (offset is
+        past the high watermark)."""
         ...
 
     def raise_gc_horizon(self, topic: str, partition: int, horizon_ms: int) -> None:

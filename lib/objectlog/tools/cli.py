@@ -341,7 +341,7 @@ def _parse_configs(pairs: tuple[str, ...]) -> dict[str, str]:
 
 @main.group()
 def topics() -> None:
-    """Create, list, describe, alter and delete topics."""
+    """Create, list, describe, alter and delete topics; delete their records."""
 
 
 @topics.command("create")
@@ -428,6 +428,39 @@ def topics_alter(
 def topics_delete(ctx: click.Context, name: str) -> None:
     _log(ctx).delete_topic(name)
     click.echo(f"Deleted topic {name}.")
+
+
+@topics.command("delete-records")
+@click.argument("name")
+@click.option(
+    "--offset",
+    "pairs",
+    multiple=True,
+    required=True,
+    metavar="PARTITION=OFFSET",
+    help="delete the partition's records before OFFSET (-1: all of them); repeatable",
+)
+@click.pass_context
+@clear_errors
+def topics_delete_records(ctx: click.Context, name: str, pairs: tuple[str, ...]) -> None:
+    """Move partitions' log start forward, as kafka-delete-records.sh does: readers start at
+    the new log start at once; the compactor removes the objects later."""
+    starts = _log(ctx).delete_records(name, _parse_partition_offsets(pairs))
+    for partition, start in sorted(starts.items()):
+        click.echo(f"Partition: {partition}\tLogStartOffset: {start}")
+
+
+def _parse_partition_offsets(pairs: tuple[str, ...]) -> dict[int, int]:
+    offsets = {}
+    for pair in pairs:
+        partition, _, offset = pair.partition("=")
+        try:
+            offsets[int(partition)] = int(offset)
+        except ValueError:
+            raise click.BadParameter(
+                f"expected PARTITION=OFFSET, got {pair!r}", param_hint="--offset"
+            ) from None
+    return offsets
 
 
 # ---- produce / consume -------------------------------------------------------------------
