@@ -33,6 +33,7 @@ from objectlog.kafka.classic import (
 )
 from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
+from objectlog.kafka.wakeups import Wakeups
 from objectlog.kafka.wire import Request
 from objectlog.stores.documents import ABSENT
 
@@ -54,6 +55,8 @@ class GroupsApi:
         self.ctx = ctx
         self.documents = ctx.log.items.documents
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms  # classic.start_rebalance
+        self.wakeups = Wakeups()  # this agent's waiters, woken by its own writes
+        self._loop: asyncio.AbstractEventLoop | None = None  # the waiters' (set when waiting)
 
     # ---- the group document ------------------------------------------------------------
 
@@ -89,8 +92,14 @@ class GroupsApi:
             if written:
                 if _summary(group) != before:
                     logger.info("group %s: %s (was %s)", group_id, _summary(group), before)
+                self._wake(group_id)
                 return result
         raise GroupError(ErrorCode.coordinator_load_in_progress)
+
+    def _wake(self, group_id: str) -> None:
+        """Wake this agent's waiters on the group (from a worker thread)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.wakeups.wake, group_id)
 
     def _observe(self, group_id: str) -> ClassicGroup:
         """The group as it is now, expiries applied (and stored when they changed it)."""
@@ -102,14 +111,18 @@ class GroupsApi:
     async def _wait_for(
         self, group_id: str, ready: Callable[[ClassicGroup], bool], timeout_ms: int
     ) -> ClassicGroup:
+        """The group once ready(group), or as it is at the deadline: read again when this
+        agent changes it (at once) or another may have (every WAIT_S, backing off)."""
+        self._loop = asyncio.get_running_loop()
         deadline = time.monotonic() + timeout_ms / 1000
         pause = WAIT_S[0]
         while True:
+            changed = self.wakeups.watch(group_id)
             group = await self.ctx.call(self._observe, group_id)
             if ready(group) or time.monotonic() >= deadline:
                 return group
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, WAIT_S[1])
+            woken = await self.wakeups.until_woken(changed, pause)
+            pause = WAIT_S[0] if woken else min(pause * 2, WAIT_S[1])
 
     # ---- FindCoordinator -----------------------------------------------------------------
 
