@@ -23,11 +23,11 @@ from objectlog.config import Config
 from objectlog.errors import InvalidRequest, TopicExists, TopicNotFound
 from objectlog.format.segment import decode_parquet
 from objectlog.format.topics import (
-    DEFAULTS,
     PartitionInfo,
     Topic,
     TopicConfig,
     TopicDescription,
+    validate_alteration,
     validate_config,
     validate_partition_count,
     validate_topic_name,
@@ -221,10 +221,8 @@ class ObjectLog:
         delete: Iterable[str] = (),
     ) -> Topic:
         """Set and/or reset (to the default) config keys, as Kafka's incremental alter does."""
-        self.topic(name, fresh=True)
-        to_set = validate_config(set)
-        to_delete = list(delete)
-        validate_config({key: DEFAULTS.get(key, "") for key in to_delete})
+        topic = self.topic(name, fresh=True)
+        to_set, to_delete = validate_alteration(topic.config, set, delete)
         self.metadata.update_topic_config(name, to_set, to_delete)
         self.forget_topic(name)
         return self.topic(name, fresh=True)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from objectlog.errors import InvalidConfig, InvalidRequest, InvalidTopicName
+from objectlog.format.topic_configs import SPECS, check_consistent
 
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS = 10_000
@@ -28,67 +29,10 @@ CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 TIMESTAMP_TYPES = {CREATE_TIME: 0, LOG_APPEND_TIME: 1}
 
-INT64_MAX = 2**63 - 1
-INT32_MAX = 2**31 - 1
-
-
-def _long(minimum: int, maximum: int = INT64_MAX) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        try:
-            number = int(value)
-        except ValueError:
-            raise ValueError(f"must be an integer, got {value!r}") from None
-        if not minimum <= number <= maximum:
-            raise ValueError(f"must be between {minimum} and {maximum}, got {number}")
-        return str(number)
-
-    return check
-
-
-def _cleanup_policy(value: str) -> str:
-    parts = sorted({part.strip() for part in value.split(",") if part.strip()})
-    if not parts or any(part not in ("compact", "delete") for part in parts):
-        raise ValueError(f"must be 'delete', 'compact' or 'compact,delete', got {value!r}")
-    return ",".join(parts)
-
-
-def _boolean(value: str) -> str:
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError(f"must be true or false, got {value!r}")
-    return lowered
-
-
-def _timestamp_type(value: str) -> str:
-    if value not in TIMESTAMP_TYPES:
-        raise ValueError(f"must be {CREATE_TIME} or {LOG_APPEND_TIME}, got {value!r}")
-    return value
-
-
-# Kafka's broker defaults; -1 means unlimited for the retention settings.
-DEFAULTS: dict[str, str] = {
-    RETENTION_MS: "604800000",
-    RETENTION_BYTES: "-1",
-    CLEANUP_POLICY: "delete",
-    DELETE_RETENTION_MS: "86400000",
-    MIN_COMPACTION_LAG_MS: "0",
-    MAX_MESSAGE_BYTES: "1048588",
-    MESSAGE_TIMESTAMP_TYPE: CREATE_TIME,
-    TABLE_ENABLED: "true",
-    TABLE_LAG_MS: "300000",
-}
-
-VALIDATORS: dict[str, Callable[[str], str]] = {
-    RETENTION_MS: _long(-1),
-    RETENTION_BYTES: _long(-1),
-    CLEANUP_POLICY: _cleanup_policy,
-    DELETE_RETENTION_MS: _long(0),
-    MIN_COMPACTION_LAG_MS: _long(0),
-    MAX_MESSAGE_BYTES: _long(0, INT32_MAX),
-    MESSAGE_TIMESTAMP_TYPE: _timestamp_type,
-    TABLE_ENABLED: _boolean,
-    TABLE_LAG_MS: _long(0),
-}
+# Every config's default (Kafka's broker defaults; -1 means unlimited for the retention
+# settings) and check, from the one table of topic configs.
+DEFAULTS: dict[str, str] = {spec.name: spec.default for spec in SPECS}
+VALIDATORS: dict[str, Callable[[str], str]] = {spec.name: spec.check for spec in SPECS}
 
 
 def validate_topic_name(name: object) -> str:
@@ -122,18 +66,48 @@ def validate_partition_count(partitions: object) -> int:
 
 
 def validate_config(config: Mapping[str, object] | None) -> dict[str, str]:
-    """Normalize a config override map; unknown keys and bad values raise InvalidConfig."""
-    normalized: dict[str, str] = {}
-    for key, raw in (config or {}).items():
-        validator = VALIDATORS.get(key)
-        if validator is None:
-            known = ", ".join(sorted(VALIDATORS))
-            raise InvalidConfig(f"unknown topic config {key!r}; known: {known}", field=key)
-        try:
-            normalized[key] = validator(str(raw))
-        except ValueError as e:
-            raise InvalidConfig(f"{key} {e}", field=key) from None
+    """Normalize a config override map; unknown keys and bad values raise InvalidConfig, as
+    Kafka answers them (INVALID_CONFIG, with its messages)."""
+    normalized = {key: _checked(key, raw) for key, raw in (config or {}).items()}
+    _check_consistent(normalized)
     return normalized
+
+
+def validate_alteration(
+    current: TopicConfig, set: Mapping[str, object] | None, delete: Iterable[str]
+) -> tuple[dict[str, str], list[str]]:
+    """The overrides to set and the keys to reset (both checked), such that the topic's
+    configs afterwards are consistent as a whole (Kafka checks the result, not the change)."""
+    to_set = validate_config(set)
+    to_delete = list(delete)
+    for key in to_delete:
+        _known(key)
+    kept = {k: v for k, v in current.overrides.items() if k not in to_delete}
+    _check_consistent({**kept, **to_set})
+    return to_set, to_delete
+
+
+def _known(key: str) -> Callable[[str], str]:
+    validator = VALIDATORS.get(key)
+    if validator is None:
+        raise InvalidConfig(f"Unknown topic config name: {key}", field=key)
+    return validator
+
+
+def _checked(key: str, raw: object) -> str:
+    try:
+        return _known(key)(str(raw))
+    except ValueError as e:
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {key}: {e}", field=key
+        ) from None
+
+
+def _check_consistent(overrides: Mapping[str, str]) -> None:
+    try:
+        check_consistent({**DEFAULTS, **overrides})
+    except ValueError as e:
+        raise InvalidConfig(str(e), field="max.compaction.lag.ms") from None
 
 
 @dataclass(frozen=True)

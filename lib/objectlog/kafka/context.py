@@ -25,6 +25,16 @@ class Broker:
     port: int
     node_id: int = 1
     cluster_id: str = "objectlog"
+    # The agent's own settings, as a broker's static configs report them (DescribeConfigs):
+    # where it listens, its listener's security protocol, its initial rebalance delay.
+    listen_host: str = ""
+    listen_port: int = 0
+    security_protocol: str = "PLAINTEXT"
+    initial_rebalance_delay_ms: int = 3000
+
+    def listener(self, host: str, port: int) -> str:
+        """A listener as Kafka's listeners and advertised.listeners write it."""
+        return f"{self.security_protocol}://{host}:{port}"
 
     def as_node(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "host": self.host, "port": self.port, "rack": None}

@@ -19,8 +19,9 @@ from kio.schema.errors import ErrorCode
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
 from objectlog.kafka import operations
-from objectlog.kafka.admin import AdminApi, ConfigsApi
+from objectlog.kafka.admin import AdminApi
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE  # per connection
+from objectlog.kafka.configs import ConfigsApi
 from objectlog.kafka.consumer_protocol import ConsumerProtocolApi
 from objectlog.kafka.context import ApiContext, Broker, topic_uuid
 from objectlog.kafka.errors import error_code
@@ -29,6 +30,7 @@ from objectlog.kafka.group_admin import GroupAdminApi
 from objectlog.kafka.groups import GroupsApi
 from objectlog.kafka.produce import ProduceApi
 from objectlog.kafka.records import RecordsApi
+from objectlog.kafka.topic_partitions import TopicPartitionsApi
 from objectlog.kafka.wire import Request
 
 # API key: (lowest, highest) version offered. ApiVersions answers exactly this table.
@@ -40,6 +42,7 @@ DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS = 
 OFFSET_DELETE, DESCRIBE_CLUSTER, CONSUMER_GROUP_HEARTBEAT = 47, 60, 68
 CONSUMER_GROUP_DESCRIBE = 69
 DELETE_RECORDS = 21
+ALTER_CONFIGS, LIST_CONFIG_RESOURCES, DESCRIBE_TOPIC_PARTITIONS = 33, 74, 75
 SUPPORTED: dict[int, tuple[int, int]] = {
     SASL_HANDSHAKE: (0, 1),  # v0 advertised, not served: librdkafka 2.10 needs it (auth.py)
     SASL_AUTHENTICATE: (0, 2),
@@ -51,6 +54,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     CREATE_PARTITIONS: (0, 3),
     DELETE_GROUPS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ALTER_CONFIGS: (0, 2),
+    LIST_CONFIG_RESOURCES: (0, 1),
+    DESCRIBE_TOPIC_PARTITIONS: (0, 0),
     OFFSET_DELETE: (0, 0),
     DESCRIBE_CLUSTER: (0, 1),
     OFFSET_COMMIT: (2, 9),
@@ -105,8 +111,11 @@ class Handlers:
             OFFSET_DELETE: group_admin.offset_delete,
             DESCRIBE_CONFIGS: configs.describe_configs,
             INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
-            CREATE_PARTITIONS: configs.create_partitions,
-            DESCRIBE_CLUSTER: configs.describe_cluster,
+            ALTER_CONFIGS: configs.alter_configs,
+            LIST_CONFIG_RESOURCES: configs.list_config_resources,
+            CREATE_PARTITIONS: admin.create_partitions,
+            DESCRIBE_CLUSTER: admin.describe_cluster,
+            DESCRIBE_TOPIC_PARTITIONS: TopicPartitionsApi(self.ctx).describe_topic_partitions,
             CONSUMER_GROUP_HEARTBEAT: consumers.consumer_group_heartbeat,
             DELETE_RECORDS: RecordsApi(self.ctx).delete_records,
         }

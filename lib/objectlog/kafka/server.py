@@ -63,6 +63,14 @@ class AgentConfig:
     # rebalance completes (each joining member extends it, up to the rebalance timeout).
     initial_rebalance_delay_ms: int = INITIAL_REBALANCE_DELAY_MS
 
+    @property
+    def security_protocol(self) -> str:
+        """Kafka's name for what this listener speaks (TLS at a load balancer is not seen)."""
+        tls = self.tls_cert is not None
+        if self.sasl:
+            return "SASL_SSL" if tls else "SASL_PLAINTEXT"
+        return "SSL" if tls else "PLAINTEXT"
+
 
 class Agent:
     """A Kafka-protocol agent over one ObjectLog; start() binds, serve_forever() runs."""
@@ -95,6 +103,10 @@ class Agent:
             host=self.config.advertised_host or self.config.host,
             port=self.config.advertised_port or self.port,
             cluster_id=f"objectlog-{self.log.config.table}",
+            listen_host=self.config.host,
+            listen_port=self.port,
+            security_protocol=self.config.security_protocol,
+            initial_rebalance_delay_ms=self.config.initial_rebalance_delay_ms,
         )
         self.handlers = Handlers(self.log, broker, self.config.initial_rebalance_delay_ms)
         if self.config.metrics_interval_s > 0:
