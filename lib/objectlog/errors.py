@@ -65,7 +65,12 @@ class InvalidConfig(InvalidRequest):
 
 class InvalidRecord(InvalidRequest):
     """A record breaks its topic's rules: a record without a key on a compacted topic, as
-    Kafka refuses it (INVALID_RECORD)."""
+    Kafka refuses it (INVALID_RECORD). ``records``: the positions of the records that break
+    them, among those checked together (Kafka's record_errors)."""
+
+    def __init__(self, message: str, *, field: str | None = None, records: tuple[int, ...] = ()):
+        super().__init__(message, field=field)
+        self.records = records
 
 
 class PolicyViolation(InvalidRequest):

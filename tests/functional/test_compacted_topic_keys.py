@@ -61,23 +61,31 @@ def test_the_http_api_refuses_the_request_naming_the_record(topics: ObjectLog, a
     assert values(topics, COMPACTED) == []
 
 
-def test_a_kafka_producers_keyless_batch_gets_invalid_record(
+def test_a_kafka_producers_batch_names_its_keyless_records(
     topics: ObjectLog, agent: AgentThread
 ) -> None:
+    """KIP-467's record errors name the keyless records: librdkafka fails those with
+    INVALID_RECORD and the others of their batch with _INVALID_DIFFERENT_RECORD (test 0011)."""
     from confluent_kafka import KafkaError, Producer
 
-    producer = Producer({"bootstrap.servers": agent.address, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": agent.address, "linger.ms": 200})
     errors: dict[bytes, KafkaError | None] = {}
 
     def report(error: KafkaError | None, message: object) -> None:
         errors[message.value()] = error  # type: ignore[attr-defined]
 
-    producer.produce(COMPACTED, value=b"keyless", on_delivery=report)
+    for i in range(10):  # one batch: every third record has no key
+        key = None if i % 3 == 0 else b"k%d" % i
+        producer.produce(COMPACTED, key=key, value=b"%d" % i, partition=0, on_delivery=report)
     producer.flush(10)
     producer.produce(COMPACTED, key=b"k", value=b"keyed", on_delivery=report)
     producer.produce(PLAIN, value=b"plain", on_delivery=report)
     producer.flush(10)
-    refused = errors[b"keyless"]
-    assert refused is not None and refused.code() == KafkaError.INVALID_RECORD
-    assert (errors[b"keyed"], errors[b"plain"]) == (None, None)
+    codes = {value: None if e is None else e.code() for value, e in errors.items()}
+    assert codes == {
+        **{b"%d" % i: KafkaError.INVALID_RECORD for i in (0, 3, 6, 9)},
+        **{b"%d" % i: KafkaError._INVALID_DIFFERENT_RECORD for i in (1, 2, 4, 5, 7, 8)},
+        b"keyed": None,
+        b"plain": None,
+    }
     assert values(topics, COMPACTED) == [b"keyed"]

@@ -124,9 +124,7 @@ def check_record_size(
         )
 
 
-def check_key(
-    topic: Topic, key: object, *, field: str = "key", record: str = "a record"
-) -> None:
+def check_key(topic: Topic, key: object, *, field: str = "key", record: str = "a record") -> None:
     """Refuse a record whose key is None on a compacted topic, as Kafka's broker does."""
     if key is None and topic.config.compacted:
         raise InvalidRecord(
@@ -138,9 +136,19 @@ def check_key(
 
 
 def check_keys(topic: Topic, keys: pa.Array | pa.ChunkedArray) -> None:
-    """check_key for every key of a column (one refused refuses them all)."""
-    if topic.config.compacted and keys.null_count:
+    """check_key for every key of a column (one refused refuses them all); the error names
+    the positions of the keyless records."""
+    if not (topic.config.compacted and keys.null_count):
+        return
+    keyless = np.flatnonzero(keys.is_null().to_numpy(zero_copy_only=False))
+    try:
         check_key(topic, None)
+    except InvalidRecord as e:
+        raise InvalidRecord(
+            f"{len(keyless)} of {len(keys)} records: {e.message}",
+            field=e.field,
+            records=tuple(keyless.tolist()),
+        ) from None
 
 
 def check_record_sizes(topic: Topic, sizes: np.ndarray) -> None:

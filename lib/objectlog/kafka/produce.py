@@ -14,7 +14,7 @@ import pyarrow as pa
 from kio.schema.errors import ErrorCode
 
 from objectlog.cache import LruCache
-from objectlog.errors import ObjectLogError
+from objectlog.errors import InvalidRecord, ObjectLogError
 from objectlog.format.records import check_keys
 from objectlog.kafka.batches import InvalidBatch, decode_batches
 from objectlog.kafka.context import ApiContext, check_partition
@@ -81,7 +81,7 @@ class ProduceApi:
         now = self.ctx.log.clock.now_ms() if stamped else None
         decoded = decode_batches(data.records or b"", name, data.index, log_append_ms=now)
         table = pa.concat_tables([batch.table for batch in decoded])
-        check_keys(topic, table.column("key"))  # Kafka refuses the partition's whole batch
+        check_keys(topic, table.column("key"))  # refuses the partition's batch, as Kafka does
         if len(decoded) > 1:  # positions run on across the batches
             table = table.set_column(
                 table.schema.get_field_index("offset"),
@@ -176,4 +176,13 @@ def _produce_error(
         "log_append_time": -1,
         "log_start_offset": -1,
         "error_message": message or str(error),
+        "record_errors": _record_errors(error),
     }
+
+
+def _record_errors(error: BaseException | ErrorCode) -> list[dict[str, Any]]:
+    """KIP-467: the records of a refused batch that broke a rule (the rest only shared its
+    batch: librdkafka then fails them with _INVALID_DIFFERENT_RECORD, not INVALID_RECORD)."""
+    if not isinstance(error, InvalidRecord):
+        return []
+    return [{"batch_index": i, "batch_index_error_message": error.message} for i in error.records]
