@@ -54,11 +54,10 @@ from objectlog.format.records import (
     normalize_headers,
     to_bytes,
 )
-from objectlog.format.topics import Topic, validate_topic_name
+from objectlog.format.topics import Topic, check_partition, validate_topic_name
 from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch, StagedFlush
 from objectlog.services.columnar import (
     assign_partitions,
-    check_partition,
     refuse_rows,
     table_batches,
     table_columns,

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from objectlog.errors import InvalidConfig, InvalidRequest, InvalidTopicName
+from objectlog.errors import InvalidConfig, InvalidRequest, InvalidTopicName, UnknownPartition
 from objectlog.format.topic_configs import SPECS, check_consistent
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -52,6 +52,17 @@ def validate_topic_name(name: object) -> str:
             field="topic",
         )
     return name
+
+
+def check_partition(topic: Topic, partition: int) -> None:
+    """Refuse a partition the topic does not have: the one place UnknownPartition is raised
+    for a topic's partition count (a produce, a fetch, a commit, a DeleteRecords)."""
+    if not 0 <= partition < topic.partitions:
+        raise UnknownPartition(
+            f"topic {topic.name!r} has {topic.partitions} partitions; "
+            f"there is no partition {partition}",
+            field="partition",
+        )
 
 
 def validate_partition_count(partitions: object) -> int:

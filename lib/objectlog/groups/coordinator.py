@@ -27,6 +27,7 @@ from objectlog.errors import (
     UnknownMemberId,
     UnknownPartition,
 )
+from objectlog.format.topics import Topic, check_partition
 from objectlog.groups.assignors import DEFAULT_STRATEGIES, assign, choose_strategy
 from objectlog.groups.resets import ResetTo, reset_target
 from objectlog.groups.values import (
@@ -384,10 +385,13 @@ class GroupCoordinator:
             raise TopicNotFound(f"topic(s) {', '.join(missing)} do not exist", field="topics")
 
     def _partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+        return {name: t.partitions for name, t in self._active_topics(topics).items()}
+
+    def _active_topics(self, topics: Collection[str]) -> dict[str, Topic]:
         if not topics:
             return {}
         found = self.metadata.get_topics(sorted(topics))
-        return {name: t.partitions for name, t in found.items() if t.state == ACTIVE}
+        return {name: t for name, t in found.items() if t.state == ACTIVE}
 
     def _heads(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, PartitionHead]:
         heads: dict[TopicPartition, PartitionHead] = {}
@@ -407,16 +411,11 @@ class GroupCoordinator:
         past the high watermark (AdminClient.alterConsumerGroupOffsets, a group reset ahead of
         the producers) is kept, and a consumer resuming there waits for the records."""
         wanted = {TopicPartition(*tp): offset_value(v) for tp, v in offsets.items()}
-        counts = self._partition_counts({tp.topic for tp in wanted})
+        topics = self._active_topics({tp.topic for tp in wanted})
         for tp in wanted:
-            if tp.topic not in counts:
+            if tp.topic not in topics:
                 raise TopicNotFound(f"topic {tp.topic!r} does not exist", field="topic")
-            if not 0 <= tp.partition < counts[tp.topic]:
-                raise UnknownPartition(
-                    f"topic {tp.topic!r} has {counts[tp.topic]} partitions; "
-                    f"there is no partition {tp.partition}",
-                    field="partition",
-                )
+            check_partition(topics[tp.topic], tp.partition)
         return wanted
 
     def _reset_targets(

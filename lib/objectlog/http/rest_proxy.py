@@ -30,7 +30,7 @@ from objectlog.errors import (
     UnknownPartition,
     UnsupportedContentType,
 )
-from objectlog.format.topics import PartitionInfo, TopicDescription
+from objectlog.format.topics import PartitionInfo, TopicDescription, check_partition
 from objectlog.http.models import MAX_RECORDS_PER_REQUEST, b64decode, rest_proxy_produce_response
 from objectlog.http.routes import Services, parse_model, produce_and_wait
 
@@ -168,12 +168,8 @@ def topic_out(description: TopicDescription) -> dict[str, Any]:
 
 
 def partition_of(description: TopicDescription, partition: int) -> PartitionInfo:
-    for info in description.partitions:
-        if info.partition == partition:
-            return info
-    raise UnknownPartition(
-        f"topic {description.topic.name!r} has no partition {partition}", field="partition"
-    )
+    check_partition(description.topic, partition)
+    return next(info for info in description.partitions if info.partition == partition)
 
 
 def request_body(model: type[BaseModel], media_types: list[str]) -> dict[str, Any]:

@@ -11,8 +11,6 @@ from typing import Any, TypeVar
 from ulid import ULID
 
 from objectlog.clients.direct import ObjectLog
-from objectlog.errors import UnknownPartition
-from objectlog.format.topics import Topic
 
 T = TypeVar("T")
 
@@ -43,13 +41,6 @@ class Broker:
 def topic_uuid(topic_id: str) -> uuid.UUID:
     """Kafka's topic id for a topic: its ULID's 128 bits, one to one."""
     return uuid.UUID(bytes=ULID.from_str(topic_id).bytes)
-
-
-def check_partition(topic: Topic, partition: int) -> None:
-    if not 0 <= partition < topic.partitions:
-        raise UnknownPartition(
-            f"topic {topic.name!r} has no partition {partition}", field="partition"
-        )
 
 
 @dataclass

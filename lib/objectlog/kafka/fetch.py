@@ -16,8 +16,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from objectlog.errors import ObjectLogError
+from objectlog.format.topics import check_partition
 from objectlog.kafka.batches import encode_batch, records_within
-from objectlog.kafka.context import ApiContext, check_partition
+from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.watch import HeadWatcher
 from objectlog.kafka.wire import Request

@@ -16,8 +16,9 @@ from kio.schema.errors import ErrorCode
 from objectlog.cache import LruCache
 from objectlog.errors import InvalidRecord, ObjectLogError
 from objectlog.format.records import check_keys
+from objectlog.format.topics import check_partition
 from objectlog.kafka.batches import InvalidBatch, decode_batches
-from objectlog.kafka.context import ApiContext, check_partition
+from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.services.append import PartitionBatch

@@ -31,7 +31,12 @@ from objectlog.format.records import (
     record_sizes,
 )
 from objectlog.format.segment import HEADER_TYPE, slice_table
-from objectlog.format.topics import LOG_APPEND_TIME, MESSAGE_TIMESTAMP_TYPE, Topic
+from objectlog.format.topics import (
+    LOG_APPEND_TIME,
+    MESSAGE_TIMESTAMP_TYPE,
+    Topic,
+    check_partition,
+)
 from objectlog.services.append import PartitionBatch
 
 # Producer.send_table's columns; the Spark sink takes the Kafka sink's (spark/sink.py).
@@ -100,15 +105,6 @@ def table_columns(table: pa.Table) -> tuple[RecordColumns, pa.Array | None]:
     )
     explicit = table.column("partition").combine_chunks() if "partition" in names else None
     return columns, explicit
-
-
-def check_partition(info: Topic, partition: int) -> None:
-    if not 0 <= partition < info.partitions:
-        raise UnknownPartition(
-            f"topic {info.name!r} has {info.partitions} partitions; "
-            f"there is no partition {partition}",
-            field="partition",
-        )
 
 
 def refuse_rows(

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from objectlog.errors import OffsetOutOfRange, PolicyViolation, TopicNotFound, UnknownPartition
-from objectlog.format.topics import CLEANUP_POLICY, Topic
+from objectlog.errors import OffsetOutOfRange, PolicyViolation, TopicNotFound
+from objectlog.format.topics import CLEANUP_POLICY, Topic, check_partition
 from objectlog.stores.log_start import TO_HIGH_WATERMARK
 from objectlog.stores.metadata import MetadataStore, PartitionHead
 
@@ -51,15 +51,6 @@ def check_delete_policy(topic: Topic) -> None:
             f"the records of topic {topic.name!r} cannot be deleted: its {CLEANUP_POLICY} is "
             f"{topic.config.get(CLEANUP_POLICY)!r}, without delete",
             field=CLEANUP_POLICY,
-        )
-
-
-def check_partition(topic: Topic, partition: int) -> None:
-    if not 0 <= partition < topic.partitions:
-        raise UnknownPartition(
-            f"topic {topic.name!r} has {topic.partitions} partitions; there is no partition "
-            f"{partition}",
-            field="partition",
         )
 
 
