@@ -134,7 +134,7 @@ class AdminApi:
     async def delete_topics(self, request: Request) -> dict[str, Any]:
         body = request.body
         if request.api_version >= 6:
-            names = await self.ctx.names_by_id()
+            names = await self.ctx.names_by_id(t.topic_id for t in body.topics if not t.name)
             targets = [(t.name or names.get(t.topic_id), t.topic_id) for t in body.topics]
         else:
             targets = [(name, None) for name in body.topic_names]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ulid import ULID
-
 from objectlog.clients.direct import ObjectLog
+from objectlog.kafka.topic_ids import TopicNames
+from objectlog.kafka.topic_ids import topic_uuid as topic_uuid  # where handlers find it
 
 T = TypeVar("T")
 
@@ -38,23 +38,19 @@ class Broker:
         return {"node_id": self.node_id, "host": self.host, "port": self.port, "rack": None}
 
 
-def topic_uuid(topic_id: str) -> uuid.UUID:
-    """Kafka's topic id for a topic: its ULID's 128 bits, one to one."""
-    return uuid.UUID(bytes=ULID.from_str(topic_id).bytes)
-
-
 @dataclass
 class ApiContext:
     log: ObjectLog
     broker: Broker
+    topic_names: TopicNames = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.topic_names = TopicNames(self.log)
 
     async def call(self, function: Callable[..., T], *args: Any) -> T:
         """A library call (synchronous) on a worker thread, never on the event loop."""
         return await asyncio.to_thread(function, *args)
 
-    async def names_by_id(self) -> dict[uuid.UUID, str]:
-        def load() -> dict[uuid.UUID, str]:
-            names = self.log.list_topics()
-            return {topic_uuid(self.log.topic(n).topic_id): n for n in names}
-
-        return await self.call(load)
+    async def names_by_id(self, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The names of the topic ids that name an existing topic (kafka.topic_ids)."""
+        return await self.call(self.topic_names.resolve, list(ids))

@@ -34,10 +34,11 @@ class FetchApi:
 
     async def fetch(self, request: Request) -> dict[str, Any]:
         body = request.body
-        names = await self.ctx.names_by_id() if request.api_version >= 13 else {}
+        by_id = request.api_version >= 13
+        names = await self.ctx.names_by_id(t.topic_id for t in body.topics) if by_id else {}
         wanted: list[tuple[Any, Any, str | None]] = []
         for topic in body.topics:
-            name = names.get(topic.topic_id) if request.api_version >= 13 else topic.topic
+            name = names.get(topic.topic_id) if by_id else topic.topic
             for partition in topic.partitions:
                 wanted.append((topic, partition, name))
         deadline = time.monotonic() + body.max_wait.total_seconds()

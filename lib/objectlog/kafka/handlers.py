@@ -143,7 +143,7 @@ class Handlers:
         if asked is None:
             names = await self.ctx.call(self.ctx.log.list_topics)
         else:  # by name, or (v10+) by topic id, as KIP-848 clients ask
-            by_id = await self.ctx.names_by_id() if any(t.name is None for t in asked) else {}
+            by_id = await self.ctx.names_by_id(t.topic_id for t in asked if t.name is None)
             found = (t.name or by_id.get(t.topic_id) for t in asked)
             names = [name for name in found if name is not None]
         topic_operations = operations.authorized(
