@@ -21,6 +21,7 @@ from objectlog.errors import ObjectLogError
 from objectlog.kafka import operations
 from objectlog.kafka.admin import AdminApi
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE  # per connection
+from objectlog.kafka.cluster_admin import ClusterAdminApi
 from objectlog.kafka.configs import ConfigsApi
 from objectlog.kafka.consumer_protocol import ConsumerProtocolApi
 from objectlog.kafka.context import ApiContext, Broker, topic_uuid
@@ -43,6 +44,8 @@ OFFSET_DELETE, DESCRIBE_CLUSTER, CONSUMER_GROUP_HEARTBEAT = 47, 60, 68
 CONSUMER_GROUP_DESCRIBE = 69
 DELETE_RECORDS = 21
 ALTER_CONFIGS, LIST_CONFIG_RESOURCES, DESCRIBE_TOPIC_PARTITIONS = 33, 74, 75
+ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS, ELECT_LEADERS = 34, 35, 43
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 SUPPORTED: dict[int, tuple[int, int]] = {
     SASL_HANDSHAKE: (0, 1),  # v0 advertised, not served: librdkafka 2.10 needs it (auth.py)
     SASL_AUTHENTICATE: (0, 2),
@@ -75,6 +78,11 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
     DELETE_RECORDS: (0, 2),
+    ELECT_LEADERS: (0, 2),
+    DESCRIBE_LOG_DIRS: (1, 4),
+    ALTER_REPLICA_LOG_DIRS: (1, 2),
+    ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 
@@ -88,6 +96,7 @@ class Handlers:
         admin, groups = AdminApi(self.ctx), GroupsApi(self.ctx, initial_rebalance_delay_ms)
         group_admin, configs = GroupAdminApi(self.ctx), ConfigsApi(self.ctx)
         consumers = ConsumerProtocolApi(self.ctx)
+        cluster = ClusterAdminApi(self.ctx)
         self.routes: dict[int, Callable[[Request], Any]] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
@@ -118,6 +127,11 @@ class Handlers:
             DESCRIBE_TOPIC_PARTITIONS: TopicPartitionsApi(self.ctx).describe_topic_partitions,
             CONSUMER_GROUP_HEARTBEAT: consumers.consumer_group_heartbeat,
             DELETE_RECORDS: RecordsApi(self.ctx).delete_records,
+            ELECT_LEADERS: cluster.elect_leaders,
+            DESCRIBE_LOG_DIRS: cluster.describe_log_dirs,
+            ALTER_REPLICA_LOG_DIRS: cluster.alter_replica_log_dirs,
+            ALTER_PARTITION_REASSIGNMENTS: cluster.alter_partition_reassignments,
+            LIST_PARTITION_REASSIGNMENTS: cluster.list_partition_reassignments,
         }
 
     def close(self) -> None:

@@ -144,6 +144,8 @@ def build(schema: Any, values: Mapping[str, Any]) -> Any:
 def _converted(spec: Field[Any], value: Any) -> Any:
     kind = classify_field(spec)
     if isinstance(kind, EntityTupleField):
+        if value is None:  # a null array (every topic, say), where the version allows one
+            return None if is_optional(spec) else ()
         return tuple(build(kind.type_, item) for item in value)
     if isinstance(kind, EntityField):
         return None if value is None else build(kind.type_, value)
