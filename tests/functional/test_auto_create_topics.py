@@ -21,9 +21,9 @@ from objectlog.errors import TopicNotFound
 from objectlog.kafka.server import AgentThread
 from objectlog.kafka.wire import response_schema
 from objectlog.tools.gateway import local_api
-from tests.functional.test_kafka_wire import answer_frame
 from tests.kafka_agent_config import agent_config
-from tests.unit.test_kafka_wire import kio_request
+from tests.kafka_frames import answer_frame
+from tests.kafka_frames import request as kio_request
 
 NUM_PARTITIONS = 3
 REST_PROXY_BINARY = "application/vnd.kafka.binary.v2+json"

@@ -28,8 +28,8 @@ from objectlog.kafka.handlers import (
     LIST_PARTITION_REASSIGNMENTS,
 )
 from objectlog.kafka.server import AgentThread
-from tests.functional.test_kafka_configs import answer
 from tests.kafka_agent_config import agent_config
+from tests.kafka_frames import answer
 
 PREFERRED, UNCLEAN = 0, 1
 NOT_NEEDED = "Leader election not needed for topic partition."

@@ -9,8 +9,6 @@ One agent serves the whole module (each test has topics of its own), to keep it 
 
 from __future__ import annotations
 
-import io
-import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -18,7 +16,6 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
 
 from objectlog import ObjectLog
 from objectlog.config import Config
@@ -32,8 +29,8 @@ from objectlog.kafka.handlers import (
     LIST_CONFIG_RESOURCES,
 )
 from objectlog.kafka.server import AgentThread
-from objectlog.kafka.wire import build, request_schema, response_schema
 from tests.kafka_agent_config import agent_config
+from tests.kafka_frames import answer
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
@@ -81,27 +78,6 @@ def confluent(agent: AgentThread) -> Any:
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": agent.address})
-
-
-def answer(address: str, api_key: int, version: int, body: dict[str, Any]) -> Any:
-    """The agent's answer to one request encoded by kio, decoded by kio."""
-    schema = request_schema(api_key, version)
-    header = schema.__header_schema__
-    out = io.BytesIO()
-    entity_writer(header)(
-        out,
-        header(
-            request_api_key=api_key, request_api_version=version, correlation_id=7, client_id="raw"
-        ),
-    )
-    entity_writer(schema)(out, build(schema, body))
-    host, port = address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as connection:
-        connection.sendall(len(out.getvalue()).to_bytes(4, "big") + out.getvalue())
-        size = int.from_bytes(connection.recv(4, socket.MSG_WAITALL), "big")
-        data = connection.recv(size, socket.MSG_WAITALL)
-    response = response_schema(api_key, version)
-    return entity_reader(response)(data, 5 if response.__flexible__ else 4)[0]
 
 
 def described(address: str, resources: list[tuple[int, str, list[str] | None]], **flags: bool):

@@ -5,21 +5,18 @@ OFFSET_OUT_OF_RANGE; errors come back per partition, as Kafka's broker answers t
 
 from __future__ import annotations
 
-import io
-import socket
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
 
 from objectlog import ObjectLog
 from objectlog.kafka.handlers import DELETE_RECORDS, FETCH
 from objectlog.kafka.server import AgentThread
-from objectlog.kafka.wire import build, request_schema, response_schema
 from tests.kafka_agent_config import agent_config
+from tests.kafka_frames import answer
 
 TOPIC = "purged"
 COMPACTED = "ledger"
@@ -97,30 +94,6 @@ def test_kafka_python_deletes_records_and_list_offsets_answers_the_new_start(
 
 
 # ---- raw frames: every version, every per-partition answer ---------------------------------
-
-
-def answer(address: str, api_key: int, version: int, body: dict[str, Any]) -> Any:
-    schema = request_schema(api_key, version)
-    header = schema.__header_schema__
-    out = io.BytesIO()
-    entity_writer(header)(
-        out,
-        header(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=3,
-            client_id="raw",
-        ),
-    )
-    entity_writer(schema)(out, build(schema, body))
-    host, port = address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as connection:
-        connection.sendall(len(out.getvalue()).to_bytes(4, "big") + out.getvalue())
-        size = int.from_bytes(connection.recv(4, socket.MSG_WAITALL), "big")
-        data = connection.recv(size, socket.MSG_WAITALL)
-    response = response_schema(api_key, version)
-    header_size = 5 if response.__flexible__ else 4  # v1 header: empty tagged fields too
-    return entity_reader(response)(data, header_size)[0]
 
 
 def partitions(*pairs: tuple[int, int]) -> list[dict[str, int]]:

@@ -9,7 +9,6 @@ every topic: confluent-kafka's admin, producer and consumer, and kcat -L.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 from collections.abc import Iterator
 
@@ -18,7 +17,9 @@ import pytest
 from objectlog import ObjectLog
 from objectlog.kafka.server import AgentThread
 from tests.kafka_agent_config import agent_config
-from tests.unit.test_kafka_wire import OFFERED, TRAILING, kio_request
+from tests.kafka_frames import answer_frame
+from tests.kafka_frames import request as kio_request
+from tests.unit.test_kafka_wire import OFFERED, TRAILING
 
 TOPICS = {"orders": 3, "payments": 1, "audit.v1": 2}
 PRODUCE = 0
@@ -33,18 +34,6 @@ def agent(log: ObjectLog) -> Iterator[AgentThread]:
     running.stop()
 
 
-def answer_frame(address: str, request: bytes) -> bytes | None:
-    """The answer (after its size) to one request (header and body, no size), or None if the
-    agent closed the connection."""
-    host, port = address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=15) as connection:
-        connection.sendall(len(request).to_bytes(4, "big") + request)
-        size = connection.recv(4, socket.MSG_WAITALL)
-        if len(size) < 4:
-            return None
-        return connection.recv(int.from_bytes(size, "big"), socket.MSG_WAITALL)
-
-
 def answer_to(address: str, request: bytes) -> int | None:
     """The correlation id of the answer to one request, or None if the agent closed."""
     answer = answer_frame(address, request)
@@ -54,7 +43,7 @@ def answer_to(address: str, request: bytes) -> int | None:
 def answerable(api_key: int, version: int, correlation_id: int = 5) -> bytes:
     """A zero-valued request, but a Produce asks for acks=1 (Kafka never answers acks=0)."""
     values = {"acks": 1} if api_key == PRODUCE else {}
-    return kio_request(api_key, version, correlation_id, values)
+    return kio_request(api_key, version, values, correlation_id=correlation_id)
 
 
 def test_every_offered_version_with_bytes_after_it_is_answered(agent: AgentThread) -> None:

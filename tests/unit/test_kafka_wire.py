@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import io
 import pkgutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kio.serial import entity_writer
 
 from objectlog.kafka.handlers import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT, SUPPORTED
-from objectlog.kafka.wire import MalformedFrame, build, parse_request, request_schema
+from objectlog.kafka.wire import MalformedFrame, parse_request
+from tests.kafka_frames import request as kio_request
 
 TRAILING = b"\x01\x00\x00"
 # librdkafka 2.16.0's all-topics Metadata v12 (confluent-kafka 2.16.1's list_topics()), as sent
@@ -31,27 +30,6 @@ def offered() -> Iterator[tuple[int, int]]:
     for api_key, (low, high) in sorted(SUPPORTED.items()):
         for version in range(low, high + 1):
             yield api_key, version
-
-
-def kio_request(
-    api_key: int, version: int, correlation_id: int = 5, values: Mapping[str, Any] | None = None
-) -> bytes:
-    """A request as kio encodes it (header and body, no size prefix): zero values, but for
-    ``values``."""
-    schema = request_schema(api_key, version)
-    header = schema.__header_schema__
-    out = io.BytesIO()
-    entity_writer(header)(
-        out,
-        header(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="wire-test",
-        ),
-    )
-    entity_writer(schema)(out, build(schema, values or {}))
-    return out.getvalue()
 
 
 def kafka_python_requests() -> dict[int, Any]:

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kio.schema.errors import ErrorCode
+
 from objectlog.clients.direct import ObjectLog
 from objectlog.kafka.topic_ids import TopicNames
 from objectlog.kafka.topic_ids import topic_uuid as topic_uuid  # where handlers find it
@@ -33,6 +35,21 @@ class Broker:
     def listener(self, host: str, port: int) -> str:
         """A listener as Kafka's listeners and advertised.listeners write it."""
         return f"{self.security_protocol}://{host}:{port}"
+
+    def leads(self, partition: int) -> dict[str, Any]:
+        """A partition as Metadata and DescribeTopicPartitions report it: this broker its
+        leader and only replica, in sync (no eligible or offline replicas: there are none)."""
+        return {
+            "error_code": ErrorCode.none,
+            "partition_index": partition,
+            "leader_id": self.node_id,
+            "leader_epoch": 0,
+            "replica_nodes": [self.node_id],
+            "isr_nodes": [self.node_id],
+            "eligible_leader_replicas": [],
+            "last_known_elr": [],
+            "offline_replicas": [],
+        }
 
     def as_node(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "host": self.host, "port": self.port, "rack": None}

@@ -187,23 +187,11 @@ class Handlers:
             topic = await self.ctx.call(log.topic_or_create if create else log.topic, name)
         except ObjectLogError as e:
             return {"error_code": error_code(e), "name": name, "partitions": []}
-        node = self.ctx.broker.node_id
         return {
             "error_code": ErrorCode.none,
             "name": name,
             "topic_id": topic_uuid(topic.topic_id),
             "is_internal": False,
-            "partitions": [
-                {
-                    "error_code": ErrorCode.none,
-                    "partition_index": p,
-                    "leader_id": node,
-                    "leader_epoch": 0,
-                    "replica_nodes": [node],
-                    "isr_nodes": [node],
-                    "offline_replicas": [],
-                }
-                for p in range(topic.partitions)
-            ],
+            "partitions": [self.ctx.broker.leads(p) for p in range(topic.partitions)],
             "topic_authorized_operations": authorized_operations,
         }

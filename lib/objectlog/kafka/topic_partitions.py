@@ -108,26 +108,12 @@ class TopicPartitionsApi:
             return None, ErrorCode.unknown_topic_or_partition
 
     def _described(self, topic: Topic, partitions: range) -> dict[str, Any]:
-        node = self.ctx.broker.node_id
         return {
             "error_code": ErrorCode.none,
             "name": topic.name,
             "topic_id": topic_uuid(topic.topic_id),
             "is_internal": False,
-            "partitions": [
-                {
-                    "error_code": ErrorCode.none,
-                    "partition_index": p,
-                    "leader_id": node,
-                    "leader_epoch": 0,
-                    "replica_nodes": [node],
-                    "isr_nodes": [node],
-                    "eligible_leader_replicas": [],
-                    "last_known_elr": [],
-                    "offline_replicas": [],
-                }
-                for p in partitions
-            ],
+            "partitions": [self.ctx.broker.leads(p) for p in partitions],
             # Kafka always reports them here (the request has no flag): no ACLs, so all
             "topic_authorized_operations": operations.authorized(operations.TOPIC, True),
         }
