@@ -426,7 +426,7 @@ BAD_INPUT: list[Any] = [
     pytest.param(lambda c: c.consumer(auto_offset_reset="x"), InvalidRequest, id="offset-reset"),
     pytest.param(lambda c: c.groups.describe("missing"), GroupNotFound, id="describe-no-group"),
     pytest.param(lambda c: c.groups.delete_group("missing"), GroupNotFound, id="delete-no-group"),
-    pytest.param(lambda c: c.groups.join("bad group", ["t"]), InvalidRequest, id="bad-group-id"),
+    pytest.param(lambda c: c.groups.join("bad\tgroup", ["t"]), InvalidRequest, id="bad-group-id"),
     pytest.param(lambda c: c.groups.join("g", ["missing"]), TopicNotFound, id="join-no-topic"),
     pytest.param(lambda c: c.groups.heartbeat("g", "nobody"), UnknownMemberId, id="no-member"),
     pytest.param(

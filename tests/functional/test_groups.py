@@ -278,7 +278,9 @@ def test_bad_joins_are_rejected(groups: GroupCoordinator) -> None:
     with pytest.raises(TopicNotFound):
         groups.join("g", ["missing"])
     with pytest.raises(InvalidRequest, match="group id"):
-        groups.join("bad group!", [TOPIC])
+        groups.join("bad\ngroup", [TOPIC])
+    with pytest.raises(InvalidRequest, match="group id"):
+        groups.join("g" * 250, [TOPIC])
     with pytest.raises(InvalidRequest, match="session_timeout_ms"):
         groups.join("g", [TOPIC], session_timeout_ms=5)
     with pytest.raises(InvalidRequest, match="strategies"):

@@ -63,3 +63,34 @@ def test_a_kafka_python_member_commits_past_the_high_watermark(agent: AgentThrea
         assert consumer.committed(partition) == 42
     finally:
         consumer.close()
+
+
+@pytest.mark.parametrize("group", ["roundrobin,range", "team/orders: v1 ü"])
+def test_a_group_id_may_be_any_kafka_takes(log: ObjectLog, agent: AgentThread, group: str) -> None:
+    """librdkafka's test 0132 names its group after its assignors ("roundrobin,range"): any
+    non-empty id without control characters is a group id, as in Kafka."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": agent.address,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([TOPIC])
+        message = None
+        for _ in range(60):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                break
+        assert message is not None and message.value() == b"only"
+        consumer.commit(message, asynchronous=False)
+    finally:
+        consumer.close()
+    assert log.groups.committed(group, [TopicPartition(TOPIC, 0)]) == {
+        TopicPartition(TOPIC, 0): OffsetAndMetadata(1, "")
+    }
+    assert group in log.groups.list_groups()

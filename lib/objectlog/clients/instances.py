@@ -37,7 +37,7 @@ from objectlog.errors import (
     ObjectLogError,
 )
 from objectlog.format.records import Record
-from objectlog.groups.values import GROUP_NAME, OffsetAndMetadata, validate_group_name
+from objectlog.groups.values import OffsetAndMetadata, validate_group_name
 from objectlog.stores.documents import ABSENT
 from objectlog.stores.groups import TopicPartition
 
@@ -53,6 +53,8 @@ EXPIRY_GRACE_S = 3_600  # the TTL removes an abandoned document this long after 
 ATTEMPTS = 5
 
 T = TypeVar("T")
+
+INSTANCE_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
 
 
 @dataclass(frozen=True)
@@ -363,7 +365,8 @@ class ConsumerInstances:
 
 
 def validate_instance_name(name: str) -> str:
-    if not isinstance(name, str) or not GROUP_NAME.match(name):
+    """A REST Proxy consumer instance's name: it is a path segment of its base_uri."""
+    if not isinstance(name, str) or not INSTANCE_NAME.match(name):
         raise InvalidRequest(
             f"invalid consumer instance name {name!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
             field="name",

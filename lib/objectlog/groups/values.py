@@ -12,7 +12,11 @@ from objectlog.format.topics import validate_topic_name
 from objectlog.groups.assignors import STRATEGIES
 from objectlog.stores.groups import MemberInfo, TopicPartition
 
-GROUP_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
+# Kafka takes any non-empty group id and client id (librdkafka's suite names a group
+# "roundrobin,range", Kafka Connect and Streams derive theirs from user names): 1-249
+# characters, none of them a control character (they would garble logs and keys).
+GROUP_NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,249}$")
+CLIENT_ID = GROUP_NAME
 MIN_SESSION_TIMEOUT_MS = 100
 MAX_SESSION_TIMEOUT_MS = 3_600_000
 MAX_METADATA_CHARS = 4096
@@ -93,7 +97,7 @@ class GroupDescription:
 def validate_group_name(group: object) -> str:
     if not isinstance(group, str) or not GROUP_NAME.match(group):
         raise InvalidRequest(
-            f"invalid group id {group!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
+            f"invalid group id {group!r}: use 1-249 characters, no control characters",
             field="group",
         )
     return group
@@ -106,9 +110,9 @@ def member_info(
         raise InvalidRequest("topics must be a non-empty list of topic names", field="topics")
     for topic in topics:
         validate_topic_name(topic)
-    if not isinstance(client_id, str) or not GROUP_NAME.match(client_id):
+    if not isinstance(client_id, str) or not CLIENT_ID.match(client_id):
         raise InvalidRequest(
-            f"invalid client id {client_id!r}: use 1-249 characters from A-Z a-z 0-9 . _ -",
+            f"invalid client id {client_id!r}: use 1-249 characters, no control characters",
             field="client_id",
         )
     if (
