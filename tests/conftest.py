@@ -38,7 +38,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def aws_endpoint() -> Iterator[str]:
+def aws_endpoint(embedded_aws: str) -> str:
+    """The AWS endpoint for a test (tests/unit/conftest.py refuses it to unit tests)."""
+    return embedded_aws
+
+
+@pytest.fixture(scope="session")
+def embedded_aws() -> Iterator[str]:
     """The AWS endpoint: AWS_ENDPOINT_URL when preset (LocalStack, DynamoDB Local beside moto
     with AWS_ENDPOINT_URL_DYNAMODB, AWS), else the embedded server started here. Either way the
     tests get dummy credentials (unless real ones are set) and no EMF metric lines."""
@@ -69,7 +75,9 @@ def early_deployment(
     if not any("deployed" in item.fixturenames for item in request.session.items):
         yield None
         return
-    endpoint = request.getfixturevalue("aws_endpoint")
+    # not aws_endpoint: the session's first test on this worker may be a unit test, which
+    # may not ask for it (tests/unit/conftest.py); the deployment needs the endpoint anyway
+    endpoint = request.getfixturevalue("embedded_aws")
     deployment = EarlyDeployment(endpoint, tmp_path_factory.mktemp("deployment"))
     if "PYTEST_XDIST_WORKER" not in os.environ:  # a worker starts it with test_terraform.py
         deployment.start()
