@@ -166,15 +166,15 @@ CORPUS: tuple[Case, ...] = (
         f"/topics/{TOPIC}/partitions/0/records",
         params=(("offset", "0"), ("max_wait_ms", "99999999")),
     ),
-    Case("bad group name", "POST", "/groups/bad%20group/members", _json({"topics": [TOPIC]})),
+    Case("group name too long", "POST", f"/groups/{'g' * 250}/members", _json({"topics": [TOPIC]})),
     Case(
         "join with unknown field", "POST", "/groups/g/members", _json({"topics": [TOPIC], "x": 1})
     ),
     Case(
-        "commit past the end",
+        "commit to a partition the topic lacks",
         "POST",
         "/groups/g/offsets",
-        _json({"offsets": [{"topic": TOPIC, "partition": 0, "offset": 10**6}]}),
+        _json({"offsets": [{"topic": TOPIC, "partition": 999, "offset": 0}]}),
     ),
     Case(
         "commit negative offset",
