@@ -1,5 +1,10 @@
 # objectlog: `make run` serves the embedded stack, `make test` runs the whole suite.
 SHELL := /bin/bash
+# These machines set PYTHONDONTWRITEBYTECODE=1, so every Python process of the suite compiled
+# what it imported from source (the library, pandas, boto3 and the Kafka clients: 5.6 s of CPU a
+# process, 1.3 s from .pyc files); uv writes none at install. Unset, the first process to import
+# a module writes its .pyc and the others read it (compiling all at install took 45 s more).
+unexport PYTHONDONTWRITEBYTECODE
 VENV ?= .venv
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
@@ -8,18 +13,14 @@ STAMP := $(VENV)/.installed-stamp
 .PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-latency bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
-# 48 s for pip with a warm one. --compile-bytecode writes every module's .pyc at install: these
-# machines set PYTHONDONTWRITEBYTECODE=1 and uv writes none by default, so every process compiled
-# what it imported from source: importing the library, pandas, boto3 and the Kafka clients took
-# 5.6 s of CPU a process, 1.3 s compiled.
+# 48 s for pip with a warm one.
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: python3.11+ is required but no python3 was found" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
 		{ echo "error: objectlog needs Python >= 3.11; $(PYTHON) is $$($(PYTHON) --version)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet 'uv==0.13.9'
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'
-	$(BIN)/python -m compileall -q lib
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -121,7 +122,7 @@ SPARK_3.5 := 3.5.8
 .venv-spark%/.installed-stamp: pyproject.toml
 	$(PYTHON) -m venv .venv-spark$*
 	.venv-spark$*/bin/pip install --quiet 'uv==0.13.9'
-	.venv-spark$*/bin/uv pip install --quiet --compile-bytecode --python .venv-spark$*/bin/python \
+	.venv-spark$*/bin/uv pip install --quiet --python .venv-spark$*/bin/python \
 		-e '.[cli,server,lambda]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
 		'pytest>=8' 'pytest-timeout>=2.3'
 	touch $@
@@ -168,7 +169,7 @@ KAFKA_TESTS := tests/functional/test_kafka_agent.py tests/functional/test_kafka_
 .venv-kafka/.installed-stamp: pyproject.toml
 	$(PYTHON) -m venv .venv-kafka
 	.venv-kafka/bin/pip install --quiet 'uv==0.13.9'
-	.venv-kafka/bin/uv pip install --quiet --compile-bytecode --python .venv-kafka/bin/python -e '.[dev]'
+	.venv-kafka/bin/uv pip install --quiet --python .venv-kafka/bin/python -e '.[dev]'
 	touch $@
 
 test-kafka-clients: prereqs .venv-kafka/.installed-stamp
