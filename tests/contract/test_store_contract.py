@@ -756,3 +756,16 @@ def test_a_released_key_hands_what_landed_to_the_same_requests_retry(stores: Ite
     store.release("k", '{"1": {"partition": 1, "offset": 3}}')
     other_body = store.put_if_free(in_progress(payload_hash="h2"), NOW_MS)
     assert other_body == Claim()  # free, but what landed belongs to another request
+
+
+def test_a_commits_leader_epoch_is_kept_until_an_offset_without_one(stores: ItemStores) -> None:
+    """Kafka's committed_leader_epoch (KIP-320): kept with the offset and answered as given;
+    a commit, release or reset that names none clears it."""
+    g = stores.groups
+    assert g.commit("e", TP, 5, "", 1, member_id=None, generation=-1, leader_epoch=3) is None
+    assert g.read("e", [], [TP])[1][TP].leader_epoch == 3
+    assert g.commit("e", TP, 6, "", 2, member_id=None, generation=-1) is None
+    assert g.read("e", [], [TP])[1][TP].leader_epoch == -1
+    assert g.commit("e", TP, 7, "", 3, member_id=None, generation=-1, leader_epoch=4) is None
+    assert g.reset("e", TP, 0, 4, generation=1)
+    assert g.read("e", [], [TP])[1][TP] == OffsetItem(0, "", 4, None, 0)

@@ -94,3 +94,24 @@ def test_a_group_id_may_be_any_kafka_takes(log: ObjectLog, agent: AgentThread, g
         TopicPartition(TOPIC, 0): OffsetAndMetadata(1, "")
     }
     assert group in log.groups.list_groups()
+
+
+def test_a_commits_leader_epoch_comes_back_with_its_offset(agent: AgentThread) -> None:
+    """OffsetCommit v6+'s committed_leader_epoch is kept and OffsetFetch answers it, as Kafka
+    does (librdkafka's test 0081 compares the epochs it committed with those it reads back)."""
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
+    from confluent_kafka import TopicPartition as KafkaPartition
+    from confluent_kafka.admin import AdminClient
+
+    consumer = Consumer({"bootstrap.servers": agent.address, "group.id": "epochs"})
+    try:
+        wanted = [KafkaPartition(TOPIC, 0, 10, leader_epoch=1), KafkaPartition(TOPIC, 1, 20)]
+        consumer.commit(offsets=wanted, asynchronous=False)
+        committed = consumer.committed([KafkaPartition(TOPIC, p) for p in (0, 1)], timeout=10)
+    finally:
+        consumer.close()
+    assert [(tp.offset, tp.leader_epoch) for tp in committed] == [(10, 1), (20, None)]
+    admin = AdminClient({"bootstrap.servers": agent.address})
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("epochs")])
+    offsets = listed["epochs"].result(timeout=10).topic_partitions
+    assert sorted((tp.partition, tp.leader_epoch) for tp in offsets) == [(0, 1), (1, None)]

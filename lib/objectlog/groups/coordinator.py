@@ -143,12 +143,14 @@ class GroupCoordinator:
         *,
         member_id: str | None = None,
         generation: int = -1,
+        leader_epochs: Mapping[TopicPartition, int] | None = None,
     ) -> None:
         """Store committed offsets: by the member that owns each partition in its generation,
         or (member_id None) by a consumer outside the group while no member owns them.
 
-        Any offset of a partition that exists is accepted, past the high watermark or below
-        the log start, as in Kafka. Raises CommitFailed when fenced.
+        Any offset of a partition that exists is kept, past the high watermark or below the log
+        start, as in Kafka, with ``leader_epochs`` (Kafka's committed_leader_epoch). Raises
+        CommitFailed when fenced.
         """
         validate_group_name(group)
         wanted = self._checked_offsets(offsets)
@@ -164,6 +166,7 @@ class GroupCoordinator:
                 now,
                 member_id=member_id,
                 generation=generation,
+                leader_epoch=(leader_epochs or {}).get(tp, -1),
             )
             if old is not None:
                 raise CommitFailed(_fenced_message(group, tp, old, member_id, generation))
@@ -171,18 +174,25 @@ class GroupCoordinator:
     def committed(
         self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """The committed offsets. With a generation (a classic Kafka group's OffsetFetch), no
-        older generation's commit lands after this read (each item is fenced first), as a
-        broker checks and appends a commit under the group's lock (docs/kafka.md)."""
+        """The committed offsets (committed_items, for a consumer)."""
+        items = self.committed_items(group, partitions, generation=generation).items()
+        return {
+            tp: None if i.offset is None else OffsetAndMetadata(i.offset, i.metadata)
+            for tp, i in items
+        }
+
+    def committed_items(
+        self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
+    ) -> dict[TopicPartition, OffsetItem]:
+        """The offset items. With a generation (a classic Kafka group's OffsetFetch), no older
+        generation's commit lands after this read (each item is fenced first), as a broker
+        checks and appends a commit under the group's lock (docs/kafka.md)."""
         validate_group_name(group)
         _, items = self.store.read(group, [], [TopicPartition(*tp) for tp in partitions])
         for tp, item in items.items():
             if generation > 0 and item.owner is None and item.owner_generation < generation:
                 items[tp] = self.store.fence(group, tp, generation)
-        return {
-            tp: None if item.offset is None else OffsetAndMetadata(item.offset, item.metadata)
-            for tp, item in items.items()
-        }
+        return items
 
     # ---- admin -------------------------------------------------------------------------
 
@@ -388,9 +398,7 @@ class GroupCoordinator:
         return {name: t.partitions for name, t in self._active_topics(topics).items()}
 
     def _active_topics(self, topics: Collection[str]) -> dict[str, Topic]:
-        if not topics:
-            return {}
-        found = self.metadata.get_topics(sorted(topics))
+        found = self.metadata.get_topics(sorted(topics)) if topics else {}
         return {name: t for name, t in found.items() if t.state == ACTIVE}
 
     def _heads(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, PartitionHead]:

@@ -36,6 +36,7 @@ from objectlog.kafka.errors import error_code
 from objectlog.kafka.wakeups import Wakeups
 from objectlog.kafka.wire import Request
 from objectlog.stores.documents import ABSENT
+from objectlog.stores.groups import OffsetItem
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -300,8 +301,14 @@ class GroupsApi:
             for topic in body.topics
             for p in topic.partitions
         }
+        leader_epochs = {  # v6+: kept beside the offset, answered by OffsetFetch
+            TopicPartition(topic.name, p.partition_index): p.committed_leader_epoch
+            for topic in body.topics
+            for p in topic.partitions
+            if getattr(p, "committed_leader_epoch", -1) >= 0
+        }
         errors = await self.ctx.call(
-            self._commit, body.group_id, body.member_id, generation, offsets
+            self._commit, body.group_id, body.member_id, generation, offsets, leader_epochs
         )
         return {
             "throttle_time": 0,
@@ -328,6 +335,7 @@ class GroupsApi:
         member_id: str,
         generation: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
+        leader_epochs: dict[TopicPartition, int],
     ) -> dict[TopicPartition, ErrorCode]:
         """Each partition's error (none when stored). A classic group's member is checked
         against the group's document; a KIP-848 member's commit is fenced by objectlog's
@@ -346,10 +354,16 @@ class GroupsApi:
             try:
                 if native:
                     self.ctx.log.groups.commit(
-                        group_id, {tp: value}, member_id=member_id, generation=generation
+                        group_id,
+                        {tp: value},
+                        member_id=member_id,
+                        generation=generation,
+                        leader_epochs=leader_epochs,
                     )
                 else:  # fenced in the item too: a later generation's commit stays
-                    self.ctx.log.groups.commit(group_id, {tp: value}, generation=generation)
+                    self.ctx.log.groups.commit(
+                        group_id, {tp: value}, generation=generation, leader_epochs=leader_epochs
+                    )
             except CommitFailed:
                 errors[tp] = (
                     ErrorCode.stale_member_epoch if native else ErrorCode.illegal_generation
@@ -388,13 +402,14 @@ class GroupsApi:
             return {"group_id": group_id, "topics": [], "error_code": error_code(e)}
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp in wanted:
-            value = found.get(tp)
+            item = found.get(tp, OffsetItem())
+            committed = item.offset is not None
             by_topic.setdefault(tp.topic, []).append(
                 {
                     "partition_index": tp.partition,
-                    "committed_offset": value.offset if value is not None else -1,
-                    "committed_leader_epoch": -1,
-                    "metadata": value.metadata if value is not None else "",
+                    "committed_offset": item.offset if committed else -1,
+                    "committed_leader_epoch": item.leader_epoch if committed else -1,
+                    "metadata": item.metadata if committed else "",
                     "error_code": ErrorCode.none,
                 }
             )
@@ -406,12 +421,12 @@ class GroupsApi:
 
     def _committed(
         self, group_id: str, partitions: list[TopicPartition]
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    ) -> dict[TopicPartition, OffsetItem]:
         """A classic group's offsets are read at its current generation: no commit of an
         older generation lands after this read (objectlog.groups fences them)."""
         body, _ = self.documents.read(DOCUMENT_KIND, group_id)
         generation = ClassicGroup.from_json(body).generation if body is not None else 0
-        return self.ctx.log.groups.committed(group_id, partitions, generation=generation)
+        return self.ctx.log.groups.committed_items(group_id, partitions, generation=generation)
 
     def _wanted_partitions(self, group_id: str, topics: Any) -> list[TopicPartition]:
         if topics is None:  # every partition the group has committed offsets for

@@ -78,6 +78,7 @@ def parse_offset(item: Mapping[str, Any] | None) -> OffsetItem:
     return OffsetItem(
         offset=item.get("off"),
         metadata=item.get("meta", ""),
+        leader_epoch=item.get("le", -1),
         commit_ms=item.get("ct", 0),
         owner=item.get("owner"),
         owner_generation=item.get("og", 0),
@@ -209,18 +210,23 @@ class DynamoGroupStore:
         *,
         member_id: str | None,
         generation: int,
+        leader_epoch: int = -1,
     ) -> OffsetItem | None:
         values: dict[str, Any] = {":off": offset, ":meta": metadata, ":ct": now_ms}
-        update = "SET off = :off, #meta = :meta, ct = :ct"
+        sets = ["off = :off", "#meta = :meta", "ct = :ct"]
         if member_id is None and generation < 0:
             condition = "attribute_not_exists(#owner)"
         elif member_id is None:  # a classic Kafka group's: no owners, generations fence
             condition = "attribute_not_exists(#owner) AND (attribute_not_exists(og) OR og <= :gen)"
-            update += ", og = :gen"
+            sets.append("og = :gen")
             values[":gen"] = generation
         else:
             condition = "#owner = :member AND og <= :gen"
             values.update({":member": member_id, ":gen": generation})
+        if leader_epoch >= 0:  # a Kafka client's commit that names one
+            sets.append("le = :le")
+            values[":le"] = leader_epoch
+        update = "SET " + ", ".join(sets) + ("" if leader_epoch >= 0 else " REMOVE le")
         return self._offset_update(
             "UpdateItem offset (commit)",
             offset_key(group, tp),
@@ -274,7 +280,7 @@ class DynamoGroupStore:
         values: dict[str, Any] = {":member": member_id}
         names = {"#owner": "owner"}
         if final is not None:
-            update = "SET off = :off, #meta = :meta, ct = :ct " + update
+            update = "SET off = :off, #meta = :meta, ct = :ct " + update + ", le"
             names["#meta"] = "meta"
             values.update({":off": final[0], ":meta": final[1], ":ct": final[2]})
         failed = self._offset_update(
@@ -293,7 +299,7 @@ class DynamoGroupStore:
         failed = self._offset_update(
             "UpdateItem offset (reset)",
             offset_key(group, tp),
-            update="SET off = :off, ct = :ct REMOVE #owner",
+            update="SET off = :off, ct = :ct REMOVE #owner, le",
             condition="attribute_not_exists(#owner) OR og <= :gen",
             names={"#owner": "owner"},
             values={":off": offset, ":ct": now_ms, ":gen": generation},

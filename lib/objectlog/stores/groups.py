@@ -1,7 +1,8 @@
 """Consumer-group state: the GroupStore Protocol and its value types.
 
 Implementations: ``stores.dynamo_groups.DynamoGroupStore`` (single-item calls on the objectlog
-table) and ``stores.memory.MemoryGroupStore``; both pass the contract suite in tests/contract.
+table) and ``stores.memory_groups.MemoryGroupStore``; both pass the contract suite in
+tests/contract.
 
 Conditional writes answer True/False (or the offset item as it was); every write may be
 repeated: a repeat whose first attempt landed either writes the same values again or fails its
@@ -61,6 +62,7 @@ class OffsetItem:
     commit_ms: int = 0
     owner: str | None = None
     owner_generation: int = 0
+    leader_epoch: int = -1  # the committer's leader epoch (Kafka's committed_leader_epoch)
 
 
 class GroupStore(Protocol):
@@ -104,11 +106,12 @@ class GroupStore(Protocol):
         *,
         member_id: str | None,
         generation: int,
+        leader_epoch: int = -1,
     ) -> OffsetItem | None:
-        """Store the offset if member_id owns the partition at a generation <= generation
-        (member_id None: only if no member owns it, and with a generation >= 0, a classic Kafka
-        group's, only if no commit of a later generation came first; it records its own).
-        None on success, else the item as it was.
+        """Store the offset, its metadata and leader epoch, if member_id owns the partition at
+        a generation <= generation (member_id None: only if no member owns it, and with a
+        generation >= 0, a classic Kafka group's, only if no commit of a later generation came
+        first; it records its own). None on success, else the item as it was.
         """
         ...
 

@@ -37,11 +37,11 @@ class ItemStores:
     @classmethod
     def memory(cls) -> ItemStores:
         from objectlog.stores.memory import (
-            MemoryGroupStore,
             MemoryIdempotencyStore,
             MemoryLeaseStore,
             MemoryMetadata,
         )
+        from objectlog.stores.memory_groups import MemoryGroupStore
 
         return cls(
             MemoryMetadata(),
