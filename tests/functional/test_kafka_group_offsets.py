@@ -4,6 +4,7 @@ reset a group ahead of its producers, were refused with OFFSET_OUT_OF_RANGE)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -115,3 +116,43 @@ def test_a_commits_leader_epoch_comes_back_with_its_offset(agent: AgentThread) -
     listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("epochs")])
     offsets = listed["epochs"].result(timeout=10).topic_partitions
     assert sorted((tp.partition, tp.leader_epoch) for tp in offsets) == [(0, 1), (1, None)]
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_offsets_of_topics_no_member_subscribes_to_are_deleted_and_the_others_kept(
+    log: ObjectLog, agent: AgentThread, protocol: str
+) -> None:
+    """OffsetDelete as Kafka's coordinator answers it while the group has members: the offsets
+    of a topic no member subscribes to are deleted, those of a subscribed topic are refused
+    partition by partition with GROUP_SUBSCRIBED_TO_TOPIC (librdkafka's test 0081 deletes a
+    subscribed group's offsets; the whole request was refused before)."""
+    from confluent_kafka import Consumer
+    from kafka import TopicPartition as KafkaPartition
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import GroupSubscribedToTopicError, NoError
+
+    log.create_topic("unsubscribed", partitions=1)
+    group = f"deleting-{protocol}"
+    subscribed, unsubscribed = TopicPartition(TOPIC, 0), TopicPartition("unsubscribed", 0)
+    log.groups.commit(group, {subscribed: 1, unsubscribed: 5})
+    consumer = Consumer(
+        {"bootstrap.servers": agent.address, "group.id": group, "group.protocol": protocol}
+    )
+    admin = KafkaAdminClient(bootstrap_servers=agent.address)
+    try:
+        consumer.subscribe([TOPIC])
+        deadline = time.monotonic() + 20
+        while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
+            consumer.poll(0.05)
+        assert len(consumer.assignment()) == 2
+        deleted = admin.delete_group_offsets(group, [KafkaPartition(*unsubscribed)])
+        refused = admin.delete_group_offsets(group, [KafkaPartition(*subscribed)])
+    finally:
+        consumer.close()
+        admin.close()
+    assert list(deleted.values()) == [NoError]
+    assert list(refused.values()) == [GroupSubscribedToTopicError]
+    assert log.groups.committed(group, [subscribed, unsubscribed]) == {
+        subscribed: OffsetAndMetadata(1, ""),
+        unsubscribed: None,
+    }

@@ -3,7 +3,9 @@ the group, as Kafka's coordinator counts them."""
 
 from __future__ import annotations
 
+import io
 import json
+import struct
 
 from objectlog.kafka import classic
 from objectlog.kafka.classic import COMPLETING, PREPARING, STABLE, ClassicGroup, Member
@@ -175,3 +177,24 @@ def test_a_group_with_no_delay_under_way_is_written_as_agents_before_the_delay_w
     written = json.loads(group.to_json())
     assert not set(classic.DELAY_FIELDS) & set(written)
     assert ClassicGroup.from_json(group.to_json()) == group
+
+
+def test_the_subscribed_topics_are_read_from_every_members_subscription() -> None:
+    """ConsumerProtocolSubscription v3 (kafka-python's and librdkafka's newest) as the members
+    send it; a member whose metadata cannot be read adds nothing."""
+    from kio.schema.consumer_protocol_subscription.v3.data import ConsumerProtocolSubscription
+    from kio.serial import entity_writer
+
+    def subscription(*topics: str) -> str:
+        out = io.BytesIO()
+        out.write(struct.pack(">h", 3))
+        entity_writer(ConsumerProtocolSubscription)(
+            out, ConsumerProtocolSubscription(topics=topics, owned_partitions=(), rack_id="a")
+        )
+        return classic.encode(out.getvalue())
+
+    group = ClassicGroup(protocol="range")
+    for name, data in [("a", subscription("x", "y")), ("b", subscription("z")), ("c", "AAM=")]:
+        group.members[name] = member(name)
+        group.members[name].protocols = [("range", data)]
+    assert classic.subscribed_topics(group) == {"x", "y", "z"}

@@ -29,15 +29,22 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
+from kio.serial import entity_reader
+from kio.serial.errors import DecodeError
 
 DOCUMENT_KIND = "kafka-group"  # the stores.documents kind a classic group is kept under
 # Kafka's group.initial.rebalance.delay.ms: the broker's default (the agent's), and the 0 that
 # Kafka's shipped server.properties sets for development (`objectlog dev`'s).
 INITIAL_REBALANCE_DELAY_MS = 3_000
 DEV_INITIAL_REBALANCE_DELAY_MS = 0
+SUBSCRIPTION_VERSION_SIZE = 2  # a member's ConsumerProtocolSubscription opens with its version
+_SUBSCRIPTION_READER = entity_reader(ConsumerProtocolSubscription)
 DELAY_FIELDS = ("delay_until_ms", "delay_step_ms", "delay_left_ms", "joined_in_delay")
 EMPTY, PREPARING, COMPLETING, STABLE = (
     "Empty",
@@ -105,6 +112,21 @@ class ClassicGroup:
             for key, value in raw.pop("members").items()
         }
         return cls(**raw, members=members)
+
+
+def subscribed_topics(group: ClassicGroup) -> frozenset[str]:
+    """The topics a consumer group's members subscribe to, read from their metadata for the
+    group's protocol (ConsumerProtocolSubscription: a version, then the topics in every
+    version); a member whose metadata cannot be read subscribes to nothing known."""
+    topics: set[str] = set()
+    for member in group.members.values():
+        data = member.metadata(group.protocol or "")
+        try:
+            subscription, _ = _SUBSCRIPTION_READER(data, SUBSCRIPTION_VERSION_SIZE)
+        except (DecodeError, ValueError, struct.error):
+            continue
+        topics.update(subscription.topics)
+    return frozenset(topics)
 
 
 def new_member_id(client_id: str) -> str:

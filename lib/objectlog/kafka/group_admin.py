@@ -215,7 +215,7 @@ class GroupAdminApi:
             for topic in body.topics
             for p in topic.partitions
         ]
-        code = await self.ctx.call(self._delete_offsets, body.group_id, partitions)
+        code, subscribed = await self.ctx.call(self._delete_offsets, body.group_id, partitions)
         return {
             "error_code": code,
             "throttle_time": 0,
@@ -223,7 +223,12 @@ class GroupAdminApi:
                 {
                     "name": topic.name,
                     "partitions": [
-                        {"partition_index": p.partition_index, "error_code": ErrorCode.none}
+                        {
+                            "partition_index": p.partition_index,
+                            "error_code": ErrorCode.group_subscribed_to_topic
+                            if topic.name in subscribed
+                            else ErrorCode.none,
+                        }
                         for p in topic.partitions
                     ],
                 }
@@ -231,17 +236,36 @@ class GroupAdminApi:
             ],
         }
 
-    def _delete_offsets(self, name: str, partitions: list[TopicPartition]) -> ErrorCode:
-        """Only while the group has no members (Kafka also allows it for topics no member is
-        subscribed to; the agent cannot read a classic member's subscription)."""
+    def _delete_offsets(
+        self, name: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, frozenset[str]]:
+        """Kafka's rule (GroupCoordinator.handleDeleteOffsets): the offsets of topics no member
+        subscribes to are deleted, the others refused one by one (GROUP_SUBSCRIBED_TO_TOPIC);
+        a group whose members' subscriptions cannot be read (a classic group of another
+        protocol type) must be empty (NON_EMPTY_GROUP)."""
         try:
-            state = self._found(name).state
+            found = self._found(name)
         except GroupNotFound:
-            return ErrorCode.group_id_not_found
-        if state != "Empty":
-            return ErrorCode.group_subscribed_to_topic
-        self.ctx.log.items.groups.delete_offsets(name, partitions)
-        return ErrorCode.none
+            return ErrorCode.group_id_not_found, frozenset()
+        subscribed = _subscribed_topics(found)
+        if subscribed is None:
+            return ErrorCode.non_empty_group, frozenset()
+        kept = [p for p in partitions if p.topic not in subscribed]
+        if kept:
+            self.ctx.log.items.groups.delete_offsets(name, kept)
+        return ErrorCode.none, subscribed
+
+
+def _subscribed_topics(found: FoundGroup) -> frozenset[str] | None:
+    """The topics the group's members subscribe to; None when they cannot be known (members
+    of a classic group that is not a consumer group)."""
+    if found.native is not None:
+        return frozenset(t for m in found.native.members for t in m.topics)
+    if found.classic is None or not found.classic.members:
+        return frozenset()
+    if found.protocol_type != PROTOCOL_TYPE:
+        return None
+    return classic.subscribed_topics(found.classic)
 
 
 def _described(
