@@ -23,8 +23,15 @@ def request(
 ) -> bytes:
     """A request as kio encodes it (header and body, no size prefix): zero values, but for
     ``values`` (nested entities as mappings, wire.build's rules)."""
-    schema = request_schema(api_key, version)
-    header = schema.__header_schema__
+    body = build(request_schema(api_key, version), values or {})
+    return encoded(api_key, version, body, correlation_id=correlation_id, client_id=client_id)
+
+
+def encoded(
+    api_key: int, version: int, body: Any, *, correlation_id: int = 5, client_id: str = "raw"
+) -> bytes:
+    """A request whose body is a kio entity, with its header (no size prefix)."""
+    header = request_schema(api_key, version).__header_schema__
     out = io.BytesIO()
     entity_writer(header)(
         out,
@@ -35,7 +42,7 @@ def request(
             client_id=client_id,
         ),
     )
-    entity_writer(schema)(out, build(schema, values or {}))
+    entity_writer(type(body))(out, body)
     return out.getvalue()
 
 

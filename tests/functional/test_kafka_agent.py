@@ -11,7 +11,6 @@ CRC is refused with CORRUPT_MESSAGE and stores nothing.
 from __future__ import annotations
 
 import datetime
-import io
 import socket
 import time
 from collections.abc import Iterator
@@ -20,13 +19,14 @@ from typing import Any
 import pytest
 from aiokafka.record._crecords import DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 
 from objectlog import ObjectLog
 from objectlog.format.partitioner import partition_for_key
 from objectlog.kafka.server import AgentThread
 from objectlog.kafka.wire import request_schema, response_schema
 from tests.kafka_agent_config import agent_config
+from tests.kafka_frames import encoded
 
 TOPIC = "orders"
 PARTITIONS = 3
@@ -190,20 +190,7 @@ def test_topics_are_created_and_deleted_with_the_admin_client(
 
 
 def frame(api_key: int, version: int, body: Any, correlation_id: int = 7) -> bytes:
-    schema = request_schema(api_key, version)
-    header = schema.__header_schema__
-    out = io.BytesIO()
-    entity_writer(header)(
-        out,
-        header(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="raw",
-        ),
-    )
-    entity_writer(schema)(out, body)
-    data = out.getvalue()
+    data = encoded(api_key, version, body, correlation_id=correlation_id)
     return len(data).to_bytes(4, "big") + data
 
 
