@@ -257,3 +257,132 @@ class RecordNotJson(ObjectLogError):
 
 class InvalidConsumerConfig(InvalidRequest):
     """A consumer instance's settings are not valid."""
+
+
+class SchemaRegistryError(ObjectLogError):
+    """A Schema Registry error; ``code`` is Confluent's error code for it (its REST API's
+    ``error_code``), ``status`` the HTTP status Confluent answers it with."""
+
+    code: int = 50001
+    status: int = 500
+
+
+class InvalidSchema(SchemaRegistryError):
+    """A schema its type's parser refuses (the parser's message), or one whose references do
+    not resolve."""
+
+    kind = ErrorKind.INVALID
+    code, status = 42201, 422
+
+
+class InvalidSchemaVersion(SchemaRegistryError):
+    """A version that is neither a positive number nor ``latest`` (or -1)."""
+
+    kind = ErrorKind.INVALID
+    code, status = 42202, 422
+
+
+class InvalidCompatibilityLevel(SchemaRegistryError):
+    """A compatibility level the registry does not know."""
+
+    kind = ErrorKind.INVALID
+    code, status = 42203, 422
+
+
+class InvalidMode(SchemaRegistryError):
+    """A mode the registry does not know, or one it cannot enter now."""
+
+    kind = ErrorKind.INVALID
+    code, status = 42204, 422
+
+
+class OperationNotPermitted(SchemaRegistryError):
+    """The registry's mode forbids the operation (registering in READONLY, an id given
+    outside IMPORT)."""
+
+    kind = ErrorKind.INVALID
+    code, status = 42205, 422
+
+
+class ReferenceExists(SchemaRegistryError):
+    """Another schema references the version being deleted."""
+
+    kind = ErrorKind.INVALID
+    code, status = 42206, 422
+
+
+class IncompatibleSchema(SchemaRegistryError):
+    """The schema breaks the subject's compatibility level; the message gives the reasons."""
+
+    kind = ErrorKind.CONFLICT
+    code, status = 409, 409
+
+
+class SubjectNotFound(SchemaRegistryError):
+    """No (live) subject of that name."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40401, 404
+
+
+class SchemaVersionNotFound(SchemaRegistryError):
+    """The subject has no (live) version of that number."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40402, 404
+
+
+class SchemaNotFound(SchemaRegistryError):
+    """No schema of that id (or guid), or not under the subject asked about."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40403, 404
+
+
+class SubjectSoftDeleted(SchemaRegistryError):
+    """The subject was soft-deleted already; delete it with permanent=true."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40404, 404
+
+
+class SubjectNotSoftDeleted(SchemaRegistryError):
+    """A permanent delete of a subject that was not soft-deleted first."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40405, 404
+
+
+class SchemaVersionSoftDeleted(SchemaRegistryError):
+    """The version was soft-deleted already; delete it with permanent=true."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40406, 404
+
+
+class SchemaVersionNotSoftDeleted(SchemaRegistryError):
+    """A permanent delete of a version that was not soft-deleted first."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40407, 404
+
+
+class SubjectCompatibilityNotConfigured(SchemaRegistryError):
+    """The subject has no compatibility level of its own (defaultToGlobal=false)."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40408, 404
+
+
+class SubjectModeNotConfigured(SchemaRegistryError):
+    """The subject has no mode of its own (defaultToGlobal=false)."""
+
+    kind = ErrorKind.NOT_FOUND
+    code, status = 40409, 404
+
+
+class RegistryBusy(SchemaRegistryError):
+    """A subject changed under every attempt to change it; nothing was changed: try again."""
+
+    kind = ErrorKind.RETRIABLE
+    code, status = 50001, 503

@@ -336,7 +336,10 @@ def test_openapi_document_lists_every_route(api: str) -> None:
         (method.upper(), path) for path, item in document["paths"].items() for method in item
     }
     for method, path, _ in ROUTES:
-        if path not in ("/docs", "/openapi.json"):
+        if path.endswith("/{proxy+}"):  # a greedy route: its own routes are documented
+            prefix = path.removesuffix("{proxy+}")
+            assert any(m == method and p.startswith(prefix) for m, p in documented), path
+        elif path not in ("/docs", "/openapi.json"):
             assert (method, path) in documented
     docs = requests.get(f"{api}/docs")
     assert docs.status_code == 200 and "swagger-ui" in docs.text.lower()

@@ -33,6 +33,7 @@ ALLOWED_EXTRAS: dict[str, tuple[str, ...]] = {
     "functions": ("lambda",),
     "objectlog.spark": ("spark",),
     "objectlog.kafka": ("agent",),
+    "objectlog.schemas": ("schemas",),
     "objectlog.tools": ("cli", "server", "agent", "kafka-clients"),
 }
 TOOLING_ONLY = {"click", "rich"}  # distributions no runtime module may import

@@ -25,7 +25,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
-from objectlog.http import rest_proxy
+from objectlog.http import rest_proxy, schema_registry
 from objectlog.http.group_routes import groups_router
 from objectlog.http.rest_consumers import consumers_router
 from objectlog.http.routes import (
@@ -45,7 +45,9 @@ API_VERSION = "1.0.0"
 
 
 def route_pattern(path: str) -> re.Pattern[str]:
-    return re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", path) + "$")
+    """An API Gateway route path as a pattern: {name} is one segment, {name+} the rest."""
+    greedy = re.sub(r"\{[^/]+\+\}", ".+", path)
+    return re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", greedy) + "$")
 
 
 _PATTERNS = [(method, route_pattern(path)) for method, path, _ in ROUTES]
@@ -73,6 +75,7 @@ def build_app(function: str, services: Services) -> APIGatewayHttpResolver:
         app.include_router(groups_router(services))
         app.include_router(rest_proxy.metadata_router(services))
         app.include_router(consumers_router(services))
+        app.include_router(schema_registry.registry_router(services, writes=False))
     if function == FETCH:
         # The fetch function serves the whole API's document; API Gateway sends it only the
         # GET routes, and its role may not write, so the other routes cannot run there.
@@ -86,6 +89,7 @@ def _include_produce_routes(app: APIGatewayHttpResolver, services: Services) -> 
     app.include_router(topic_admin_router(services))
     app.include_router(produce_router(services))
     app.include_router(rest_proxy.produce_router(services))
+    app.include_router(schema_registry.registry_router(services, writes=True))
 
 
 def _serve_docs(app: APIGatewayHttpResolver) -> None:
@@ -106,6 +110,9 @@ def _map_errors(app: APIGatewayHttpResolver) -> None:
         if is_rest_proxy(app.current_event.path):
             code = rest_proxy.error_code(error)
             return error_response(status, rest_proxy.error_body(status, error.message, code))
+        if schema_registry.is_schema_registry(app.current_event.path):
+            status, code = schema_registry.error_status(error)
+            return error_response(status, schema_registry.error_body(status, error.message, code))
         if status >= 500:
             return error_response(status, error.to_dict() | {"request_id": _request_id(app)})
         return error_response(status, error.to_dict())
@@ -147,6 +154,9 @@ def _map_errors(app: APIGatewayHttpResolver) -> None:
     @app.not_found
     def not_found(_: Exception) -> Response:
         path = app.current_event.path
+        if schema_registry.is_schema_registry(path):  # its routes are greedy: every method
+            message = f"no route for {app.current_event.http_method} {path}"
+            return error_response(404, schema_registry.error_body(404, message))
         allowed = allowed_methods(path)
         if allowed:
             status, error = 405, "MethodNotAllowed"
@@ -168,6 +178,8 @@ def _map_errors(app: APIGatewayHttpResolver) -> None:
         message = f"internal error (request id {request_id})"
         if is_rest_proxy(app.current_event.path):
             return error_response(500, rest_proxy.error_body(500, message))
+        if schema_registry.is_schema_registry(app.current_event.path):
+            return error_response(500, schema_registry.error_body(500, message, 50001))
         return error_response(
             500, {"error": "InternalError", "message": "internal error", "request_id": request_id}
         )
@@ -192,7 +204,13 @@ def unsupported_body(event: dict[str, Any]) -> dict[str, Any] | None:
     if not event.get("body"):
         return None
     media_type = rest_proxy.media_type((event.get("headers") or {}).get("content-type"))
-    if is_rest_proxy(str(event.get("rawPath") or "")):
+    path = str(event.get("rawPath") or "")
+    if schema_registry.is_schema_registry(path):
+        if media_type in schema_registry.REQUEST_TYPES or not media_type:
+            return None
+        message = f"Content-Type {media_type} is not a Schema Registry media type"
+        return _lambda_json(415, schema_registry.error_body(415, message))
+    if is_rest_proxy(path):
         # REST Proxy's routes take its own media types; its produce routes then pick the
         # embedded formats they accept, refusing the schema formats with REST Proxy's 415.
         if media_type in rest_proxy.REQUEST_TYPES or media_type.startswith(
@@ -237,6 +255,8 @@ def lambda_handler(
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_metadata(key="function", value=function)
         started = time.perf_counter()
+        if schema_registry.is_schema_registry(str(event.get("rawPath") or "")):
+            event = {**event, "rawPath": schema_registry.routable_path(event["rawPath"])}
         result = unsupported_body(event) or app.resolve(event, context)
         metrics.add_metric(name="requests", unit=MetricUnit.Count, value=1)
         metrics.add_metric(

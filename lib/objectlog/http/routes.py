@@ -45,6 +45,7 @@ from objectlog.http.models import (
     record_out,
     rest_proxy_produce_response,
 )
+from objectlog.schemas.registry import SchemaRegistry
 from objectlog.telemetry import metrics
 
 PRODUCE = "produce"
@@ -95,6 +96,13 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/kafka/consumers/{group}/instances/{instance}/records", FETCH),
     ("POST", "/kafka/consumers/{group}/instances/{instance}/offsets", FETCH),
     ("GET", "/kafka/consumers/{group}/instances/{instance}/offsets", FETCH),
+    # Confluent's Schema Registry under its own base path (http/schema_registry.py): greedy, as
+    # a subject may hold "/" (API Gateway decodes %2F before routing)
+    ("GET", "/schema-registry", FETCH),
+    ("GET", "/schema-registry/{proxy+}", FETCH),
+    ("POST", "/schema-registry/{proxy+}", PRODUCE),
+    ("PUT", "/schema-registry/{proxy+}", PRODUCE),
+    ("DELETE", "/schema-registry/{proxy+}", PRODUCE),
     ("GET", "/docs", FETCH),
     ("GET", "/openapi.json", FETCH),
 ]
@@ -115,12 +123,20 @@ class Services:
     _producer: Producer | None = None
     _idempotency: IdempotentRunner | None = None
     _consumer_instances: ConsumerInstances | None = None
+    _registry: SchemaRegistry | None = None
 
     @property
     def log(self) -> ObjectLog:
         if self._log is None:
             self._log = self.log_factory()
         return self._log
+
+    @property
+    def registry(self) -> SchemaRegistry:
+        if self._registry is None:
+            items = self.log.items
+            self._registry = SchemaRegistry(items.schemas, items.documents)
+        return self._registry
 
     @property
     def producer(self) -> Producer:

@@ -9,10 +9,12 @@ from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.stores.documents import DocumentStore, DynamoDocumentStore, MemoryDocumentStore
 from objectlog.stores.dynamo_groups import DynamoGroupStore
 from objectlog.stores.dynamo_metadata import DynamoMetadata
+from objectlog.stores.dynamo_schemas import DynamoSchemaStore
 from objectlog.stores.groups import GroupStore
 from objectlog.stores.idempotency import DynamoIdempotencyStore, IdempotencyStore
 from objectlog.stores.leases import DynamoLeaseStore, LeaseStore
 from objectlog.stores.metadata import MetadataStore
+from objectlog.stores.schemas import SchemaStore
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class ItemStores:
     leases: LeaseStore
     idempotency: IdempotencyStore
     documents: DocumentStore
+    schemas: SchemaStore
 
     @classmethod
     def dynamodb(cls, client: Any, table_name: str) -> ItemStores:
@@ -32,6 +35,7 @@ class ItemStores:
             DynamoLeaseStore(table),
             DynamoIdempotencyStore(table),
             DynamoDocumentStore(table),
+            DynamoSchemaStore(table),
         )
 
     @classmethod
@@ -42,6 +46,7 @@ class ItemStores:
             MemoryMetadata,
         )
         from objectlog.stores.memory_groups import MemoryGroupStore
+        from objectlog.stores.memory_schemas import MemorySchemaStore
 
         return cls(
             MemoryMetadata(),
@@ -49,4 +54,5 @@ class ItemStores:
             MemoryLeaseStore(),
             MemoryIdempotencyStore(),
             MemoryDocumentStore(),
+            MemorySchemaStore(),
         )

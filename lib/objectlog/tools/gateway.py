@@ -42,8 +42,9 @@ class Route:
     def match(self, method: str, path: str) -> dict[str, str] | None:
         if method != self.method:
             return None
-        names = re.findall(r"\{([^/}]+)\}", self.path)
-        pattern = "^" + re.sub(r"\{[^/}]+\}", "([^/]+)", self.path) + "$"
+        names = [name.rstrip("+") for name in re.findall(r"\{([^/}]+)\}", self.path)]
+        greedy = re.sub(r"\{[^/}]+\+\}", "(.+)", self.path)  # {proxy+}: the rest of the path
+        pattern = "^" + re.sub(r"\{[^/}]+\}", "([^/]+)", greedy) + "$"
         found = re.match(pattern, path)
         return dict(zip(names, found.groups(), strict=True)) if found else None
 

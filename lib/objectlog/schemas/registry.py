@@ -1,0 +1,472 @@
+"""The Schema Registry's rules, as Confluent's registry keeps them (its REST API is
+http/schema_registry.py): subjects with numbered versions, each a schema with a global id;
+the same schema (type, text, references, metadata and rules) has one id wherever it is
+registered; ids are never reused for another schema; a registration is checked against the
+subject's compatibility level; modes (READWRITE, READONLY, READONLY_OVERRIDE, IMPORT) gate
+writes, and IMPORT registers under the ids given, so data migrated from another registry
+stays decodable.
+
+State: stores.schemas (schemas by id, fingerprints, the subject list) and one versioned document
+per subject and one for the registry-wide settings (schemas.subjects). Any process serves any
+request; schemas parsed here are cached by id (a schema never changes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from objectlog.errors import (
+    IncompatibleSchema,
+    InvalidRequest,
+    InvalidSchema,
+    OperationNotPermitted,
+    ReferenceExists,
+    SchemaNotFound,
+    SchemaVersionNotFound,
+    SchemaVersionNotSoftDeleted,
+    SchemaVersionSoftDeleted,
+    SubjectNotFound,
+    SubjectNotSoftDeleted,
+    SubjectSoftDeleted,
+)
+from objectlog.schemas import compatibility
+from objectlog.schemas.settings import (
+    IMPORT,
+    READONLY,
+    READONLY_OVERRIDE,
+    RegistrySettings,
+    SubjectDocuments,
+)
+from objectlog.schemas.subjects import (
+    Subject,
+    Version,
+    check_subject_name,
+    version_number,
+)
+from objectlog.schemas.types import AVRO, ParsedSchema, SchemaType
+from objectlog.stores.documents import DocumentStore
+from objectlog.stores.schemas import SchemaReference, SchemaStore, StoredSchema
+
+T = TypeVar("T")
+TYPE_MODULES = {  # each type's rules, by Confluent's name for it (JSON, PROTOBUF: to come)
+    AVRO: ("objectlog.schemas.avro_schemas", "AvroSchemaType"),
+}
+PARSED_CACHE_SIZE = 1_000
+
+_types: dict[str, SchemaType] = {}
+_types_lock = threading.Lock()
+
+
+def schema_type(name: object) -> SchemaType:
+    """The schema type's rules (imported on first use: Protobuf's compiler is large)."""
+    if not isinstance(name, str) or name.upper() not in TYPE_MODULES:
+        raise InvalidSchema(
+            f"Invalid schemaType {name!r}: use one of {', '.join(TYPE_MODULES)}",
+            field="schemaType",
+        )
+    key = name.upper()
+    with _types_lock:
+        if key not in _types:
+            module, cls = TYPE_MODULES[key]
+            _types[key] = getattr(importlib.import_module(module), cls)()
+        return _types[key]
+
+
+@dataclass(frozen=True)
+class SchemaInput:
+    """A schema as a registration, lookup or compatibility test sends it."""
+
+    schema: str
+    schema_type: str = AVRO
+    references: tuple[SchemaReference, ...] = ()
+    metadata: str | None = None  # JSON text
+    rule_set: str | None = None  # JSON text
+
+
+@dataclass(frozen=True)
+class SubjectVersion:
+    subject: str
+    version: int
+    schema: StoredSchema
+    deleted: bool = False
+
+
+class SchemaRegistry:
+    def __init__(self, store: SchemaStore, documents: DocumentStore) -> None:
+        self.store = store
+        self.subject_docs = SubjectDocuments(documents)
+        self.settings = RegistrySettings(self.subject_docs, self._holds_schemas)
+        self._parsed: dict[tuple[int, bool], ParsedSchema] = {}
+        self._lock = threading.Lock()
+
+    # ---- registering and looking up ---------------------------------------------------
+
+    def register(
+        self,
+        subject: str,
+        given: SchemaInput,
+        *,
+        normalize: bool = False,
+        schema_id: int | None = None,
+    ) -> SubjectVersion:
+        """Register given under subject: the existing version if it is the same schema, else
+        a new version, checked against the subject's compatibility level (IMPORT: registered
+        under schema_id, unchecked)."""
+        check_subject_name(subject)
+        mode = self.settings.mode(subject)
+        if mode in (READONLY, READONLY_OVERRIDE):
+            raise OperationNotPermitted(f"Subject {subject} is in read-only mode")
+        if schema_id is not None and mode != IMPORT:
+            raise OperationNotPermitted(
+                "Registering a schema with an id is allowed in IMPORT mode only", field="id"
+            )
+        parsed = self._parse(given, normalize)
+        existing = self._existing_version(subject, parsed, given)
+        if existing is not None and schema_id in (None, existing.schema.id):
+            return existing
+        if mode != IMPORT:
+            self._check_compatible(subject, parsed)
+        stored = self._stored(parsed, given, schema_id)
+        version = self._add_version(subject, stored.id, imported=mode == IMPORT)
+        self.store.add_use(stored.id, subject, version)
+        self.store.add_subject(subject)
+        for reference in given.references:
+            self._mark_referenced(reference, stored.id)
+        return SubjectVersion(subject, version, stored)
+
+    def lookup(
+        self, subject: str, given: SchemaInput, *, normalize: bool = False, deleted: bool = False
+    ) -> SubjectVersion:
+        """The subject's version that is this schema (Confluent's POST /subjects/{subject})."""
+        state = self.subject_docs.read(subject)
+        if not state.listed(deleted):
+            raise SubjectNotFound(f"Subject '{subject}' not found.", field="subject")
+        parsed = self._parse(given, normalize)
+        found = self._existing_version(subject, parsed, given, deleted=deleted)
+        if found is None:
+            raise SchemaNotFound("Schema not found", field="schema")
+        return found
+
+    def _existing_version(
+        self, subject: str, parsed: ParsedSchema, given: SchemaInput, *, deleted: bool = False
+    ) -> SubjectVersion | None:
+        schema_id = self.store.id_by_fingerprint(fingerprint(parsed, given))
+        if schema_id is None:
+            return None
+        for version in reversed(self.subject_docs.read(subject).listed(deleted)):
+            if version.id == schema_id:
+                stored = self._schema(schema_id)
+                return SubjectVersion(subject, version.version, stored, version.deleted)
+        return None
+
+    def _stored(
+        self, parsed: ParsedSchema, given: SchemaInput, schema_id: int | None
+    ) -> StoredSchema:
+        """The schema's stored form under its id: the id its fingerprint has, or a new one
+        (IMPORT: the one given, which must be free or already this schema)."""
+        print_ = fingerprint(parsed, given)
+        known = self.store.id_by_fingerprint(print_)
+        if known is not None and schema_id in (None, known):
+            return self._schema(known)
+        schema = StoredSchema(
+            id=schema_id if schema_id is not None else self.store.next_id(),
+            schema_type=parsed.schema_type,
+            schema=parsed.canonical,
+            guid=str(uuid.uuid4()),
+            references=given.references,
+            metadata=given.metadata,
+            rule_set=given.rule_set,
+        )
+        if not self.store.put_schema(schema):
+            raise OperationNotPermitted(
+                f"Overwrite new schema with id {schema.id} is not permitted.", field="id"
+            )
+        owner = self.store.claim_fingerprint(print_, schema.id)
+        return schema if owner == schema.id or schema_id is not None else self._schema(owner)
+
+    def _add_version(self, subject: str, schema_id: int, *, imported: bool) -> int:
+        def add(state: Subject) -> int:
+            for version in state.live():
+                if version.id == schema_id:  # registered meanwhile by another caller
+                    return version.version
+            number = state.next_version()
+            state.versions.append(Version(number, schema_id))
+            return number
+
+        return self.subject_docs.update(subject, add)
+
+    def _mark_referenced(self, reference: SchemaReference, by: int) -> None:
+        def mark(state: Subject) -> None:
+            version = state.find(reference.subject, reference.version, deleted=True)
+            if by not in version.referenced_by:
+                version.referenced_by.append(by)
+
+        self.subject_docs.update(reference.subject, mark)
+
+    def _check_compatible(self, subject: str, parsed: ParsedSchema) -> None:
+        level = self.settings.compatibility(subject)
+        problems = self._incompatibilities(subject, parsed, level)
+        if problems:
+            raise IncompatibleSchema(
+                f"Schema being registered is incompatible with an earlier schema for subject "
+                f'"{subject}", details: {problems} (compatibility {level})',
+                field="schema",
+            )
+
+    def _incompatibilities(
+        self, subject: str, parsed: ParsedSchema, level: str, against: list[Version] | None = None
+    ) -> list[str]:
+        if level == compatibility.NONE:
+            return []
+        versions = self.subject_docs.read(subject).live() if against is None else against
+        earlier = []
+        for version in versions:
+            stored = self._parsed_schema(version.id)
+            if stored.schema_type != parsed.schema_type:
+                return [
+                    f"version {version.version} is of type {stored.schema_type}, "
+                    f"the new schema of type {parsed.schema_type}"
+                ]
+            earlier.append(stored)
+        return compatibility.incompatibilities(
+            schema_type(parsed.schema_type), level, parsed, earlier
+        )
+
+    def test_compatibility(
+        self, subject: str, asked: object | None, given: SchemaInput, *, normalize: bool = False
+    ) -> list[str]:
+        """Why given would break the subject's level against the version asked for (None:
+        every version the level checks); none if it would not."""
+        parsed = self._parse(given, normalize)
+        state = self.subject_docs.read(subject)
+        level = self.settings.compatibility(subject)
+        if asked is None:
+            return self._incompatibilities(subject, parsed, level)
+        version = state.find(subject, asked)
+        single = level.removesuffix(compatibility.TRANSITIVE)
+        return self._incompatibilities(subject, parsed, single, [version])
+
+    # ---- reading --------------------------------------------------------------------
+
+    def subjects(self, prefix: str = "", *, deleted: bool = False) -> list[str]:
+        return [
+            name
+            for name in self.store.subject_names()
+            if name.startswith(prefix) and self.subject_docs.read(name).listed(deleted)
+        ]
+
+    def versions(self, subject: str, *, deleted: bool = False) -> list[int]:
+        listed = self.subject_docs.read(subject).listed(deleted)
+        if not listed:
+            raise SubjectNotFound(f"Subject '{subject}' not found.", field="subject")
+        return [v.version for v in listed]
+
+    def version(self, subject: str, asked: object, *, deleted: bool = False) -> SubjectVersion:
+        found = self.subject_docs.read(subject).find(subject, asked, deleted=deleted)
+        return SubjectVersion(subject, found.version, self._schema(found.id), found.deleted)
+
+    def referenced_by(self, subject: str, asked: object) -> list[int]:
+        return sorted(
+            self.subject_docs.read(subject).find(subject, asked, deleted=True).referenced_by
+        )
+
+    def schema_by_id(self, schema_id: int, subject: str | None = None) -> StoredSchema:
+        """A schema some subject version (soft-deleted ones too) is; with subject, one of that
+        subject's."""
+        schema = self.store.schema(schema_id)
+        if schema is None or not schema.uses:
+            raise SchemaNotFound(f"Schema {schema_id} not found", field="id")
+        if subject is not None and all(s != subject for s, _ in schema.uses):
+            raise SchemaNotFound(f"Schema {schema_id} not found under {subject}", field="id")
+        return schema
+
+    def schema_by_guid(self, guid: str) -> StoredSchema:
+        schema_id = self.store.id_by_guid(guid)
+        if schema_id is None:
+            raise SchemaNotFound(f"Schema {guid} not found", field="guid")
+        return self.schema_by_id(schema_id)
+
+    def uses(self, schema_id: int, *, deleted: bool = False) -> list[tuple[str, int]]:
+        """The subject versions that are this schema."""
+        found = []
+        for subject, number in sorted(self.schema_by_id(schema_id).uses):
+            state = self.subject_docs.read(subject)
+            if any(v.version == number for v in state.listed(deleted)):
+                found.append((subject, number))
+        return found
+
+    def latest_with_metadata(self, subject: str, properties: Mapping[str, str]) -> SubjectVersion:
+        """The newest live version whose metadata properties include all of these."""
+        for version in reversed(self.subject_docs.read(subject).live()):
+            schema = self._schema(version.id)
+            held = json.loads(schema.metadata or "{}").get("properties") or {}
+            if all(held.get(key) == value for key, value in properties.items()):
+                return SubjectVersion(subject, version.version, schema)
+        raise SchemaNotFound(f"No version of {subject} has that metadata", field="metadata")
+
+    def parsed(self, schema: StoredSchema) -> ParsedSchema:
+        return self._parsed_schema(schema.id)
+
+    # ---- deleting -------------------------------------------------------------------
+
+    def delete_version(self, subject: str, asked: object, *, permanent: bool = False) -> int:
+        def delete(state: Subject) -> Version:
+            numbered = version_number(asked) != -1  # a soft-deleted one is found, and refused
+            version = state.find(subject, asked, deleted=permanent or numbered)
+            if version.referenced_by:
+                raise ReferenceExists(
+                    f"One or more references exist to the schema "
+                    f"{{subject={subject},version={version.version}}}"
+                )
+            if permanent and not version.deleted:
+                raise SchemaVersionNotSoftDeleted(
+                    f"Subject '{subject}' Version {version.version} was not deleted first "
+                    "before being permanently deleted"
+                )
+            if permanent:
+                state.versions.remove(version)
+            elif version.deleted:
+                raise SchemaVersionSoftDeleted(
+                    f"Subject '{subject}' Version {version.version} was soft deleted. "
+                    "Set permanent=true to delete permanently"
+                )
+            version.deleted = True
+            return version
+
+        deleted = self.subject_docs.update(subject, delete)
+        if permanent:
+            self._forget(subject, [deleted])
+        return deleted.version
+
+    def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
+        def delete(state: Subject) -> list[Version]:
+            if not state.versions:
+                raise SubjectNotFound(f"Subject '{subject}' not found.", field="subject")
+            live = state.live()
+            if permanent and live:
+                raise SubjectNotSoftDeleted(
+                    f"Subject '{subject}' was not deleted first before being permanently deleted"
+                )
+            if not permanent and not live:
+                raise SubjectSoftDeleted(
+                    f"Subject '{subject}' was soft deleted. Set permanent=true to delete "
+                    "permanently"
+                )
+            for version in state.versions:
+                if version.referenced_by:
+                    raise ReferenceExists(
+                        f"One or more references exist to the schema "
+                        f"{{subject={subject},version={version.version}}}"
+                    )
+            chosen = list(state.versions) if permanent else live
+            for version in chosen:
+                version.deleted = True
+            if permanent:
+                state.versions.clear()
+            return chosen
+
+        deleted = self.subject_docs.update(subject, delete)
+        if permanent:
+            self._forget(subject, deleted)
+            self.store.remove_subject(subject)
+        return [v.version for v in deleted]
+
+    def _forget(self, subject: str, versions: list[Version]) -> None:
+        """After a permanent delete: the schemas no longer are those versions, and the
+        schemas they referenced are no longer referenced by them."""
+        for version in versions:
+            self.store.remove_use(version.id, subject, version.version)
+            schema = self.store.schema(version.id)
+            if schema is None or any(s == subject for s, _ in schema.uses):
+                continue
+            for reference in schema.references:
+                self._unmark_referenced(reference, version.id)
+
+    def _unmark_referenced(self, reference: SchemaReference, by: int) -> None:
+        def unmark(state: Subject) -> None:
+            for version in state.versions:
+                if version.version == reference.version and by in version.referenced_by:
+                    version.referenced_by.remove(by)
+
+        self.subject_docs.update(reference.subject, unmark)
+
+    def _holds_schemas(self, subject: str | None) -> bool:
+        if subject is not None:
+            return bool(self.subject_docs.read(subject).live())
+        return bool(self.subjects())
+
+    # ---- parsing -------------------------------------------------------------------
+
+    def _schema(self, schema_id: int) -> StoredSchema:
+        schema = self.store.schema(schema_id)
+        if schema is None:
+            raise SchemaNotFound(f"Schema {schema_id} not found", field="id")
+        return schema
+
+    def _parse(self, given: SchemaInput, normalize: bool) -> ParsedSchema:
+        if not isinstance(given.schema, str) or not given.schema.strip():
+            raise InvalidSchema("Empty schema", field="schema")
+        kind = schema_type(given.schema_type)
+        parsed = kind.parse(given.schema, self._resolved(given.references))
+        if normalize:
+            return ParsedSchema(
+                parsed.schema_type, parsed.normalized, parsed.normalized, parsed.parsed
+            )
+        return parsed
+
+    def _parsed_schema(self, schema_id: int) -> ParsedSchema:
+        with self._lock:
+            cached = self._parsed.get((schema_id, False))
+        if cached is not None:
+            return cached
+        stored = self._schema(schema_id)
+        given = SchemaInput(stored.schema, stored.schema_type, stored.references)
+        parsed = self._parse(given, normalize=False)
+        with self._lock:
+            if len(self._parsed) >= PARSED_CACHE_SIZE:
+                self._parsed.clear()
+            self._parsed[(schema_id, False)] = parsed
+        return parsed
+
+    def _resolved(
+        self, references: tuple[SchemaReference, ...], seen: frozenset[int] = frozenset()
+    ) -> dict[str, str]:
+        """Each reference's name -> its schema text, the references' own references first
+        (a reference cycle is refused)."""
+        resolved: dict[str, str] = {}
+        for reference in references:
+            try:
+                version = self.subject_docs.read(reference.subject).find(
+                    reference.subject, reference.version
+                )
+            except (SubjectNotFound, SchemaVersionNotFound, InvalidRequest) as e:
+                raise InvalidSchema(
+                    f"Invalid schema reference {reference.name!r}: {e.message}",
+                    field="references",
+                ) from e
+            if version.id in seen:
+                raise InvalidSchema(f"Circular reference {reference.name!r}", field="references")
+            schema = self._schema(version.id)
+            resolved.update(self._resolved(schema.references, seen | {version.id}))
+            resolved[reference.name] = schema.schema
+        return resolved
+
+
+def fingerprint(parsed: ParsedSchema, given: SchemaInput) -> str:
+    """What makes two registrations one schema: type, stored text, references, metadata and
+    rules (Confluent's identity of a schema)."""
+    identity = [
+        parsed.schema_type,
+        parsed.canonical,
+        [[r.name, r.subject, r.version] for r in given.references],
+        given.metadata,
+        given.rule_set,
+    ]
+    return hashlib.sha256(json.dumps(identity).encode()).hexdigest()
