@@ -141,6 +141,8 @@ class DevStack:
             f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
             f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
             f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)",
+            f"  REST Proxy {self.api_url}/kafka",
+            f"  Schema Registry {self.api_url}/schema-registry (schema.registry.url)",
             *([f"  Kafka agent {self.agent.address} (bootstrap.servers)"] if self.agent else []),
             f"  export {exports}",
         ]
