@@ -109,6 +109,7 @@ def test_parse_accepts_each_dialect(schema: Any) -> None:
         pytest.param('{"type": "string"', "the schema is not valid JSON: Expecting", id="bad-json"),
         pytest.param('{"maximum": NaN}', "NaN is not JSON", id="nan"),
         pytest.param('{"maximum": 1e400}', "1e400 is out of range", id="overflowing-number"),
+        pytest.param('{"title": "\\ud800"}', "surrogates not allowed", id="lone-surrogate"),
         pytest.param('["string"]', "an object or a boolean, not an array", id="array"),
         pytest.param('"string"', "an object or a boolean, not a string", id="string"),
         pytest.param("3", "an object or a boolean, not a number or null", id="number"),

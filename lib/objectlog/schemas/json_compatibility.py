@@ -82,6 +82,7 @@ dependentSchemas items prefixItems additionalItems minItems maxItems uniqueItems
 oneOf not"""
 APPLIES_TO = {"unevaluatedProperties": {OBJECT}, "unevaluatedItems": {ARRAY}, "contains": {ARRAY}}
 REFS = re.compile(r'"\$(ref|dynamicRef|recursiveRef)":')
+TOGETHER = {"if": ("if", "then", "else"), "contains": ("contains", "minContains", "maxContains")}
 STRING_NAMES = {"type": "string"}  # what a writer's property names are, said as a schema
 MAX_HOPS = 64
 
@@ -224,7 +225,7 @@ def atom_of(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return NULL if value is None else BOOLEAN
     if isinstance(value, int | float):
-        return INTEGER if float(value).is_integer() else FRACTION
+        return INTEGER if isinstance(value, int) or value.is_integer() else FRACTION
     return STRING if isinstance(value, str) else ARRAY if isinstance(value, list) else OBJECT
 
 
@@ -320,11 +321,14 @@ def array_counts(reader: JsonNode, flat: Conj) -> list[str]:
 
 
 def same(reader: JsonNode, node: JsonNode, names: tuple[str, ...]) -> bool:
-    """Whether the two give these keywords equal ref-free values."""
-    ours = json.dumps([reader.schema.get(n) for n in names], sort_keys=True)
-    return ours == json.dumps(
-        [node.schema.get(n) for n in names], sort_keys=True
-    ) and not REFS.search(ours)
+    """Whether the two give these keywords equal ref-free values in one dialect."""
+    ours, theirs = ([n.schema.get(name) for name in names] for n in (reader, node))
+    text = json.dumps(ours, sort_keys=True)
+    return (
+        reader.dialect is node.dialect
+        and text == json.dumps(theirs, sort_keys=True)
+        and not REFS.search(text)
+    )
 
 
 def keyword_problems(
@@ -347,11 +351,8 @@ def unjudged(reader: JsonNode, flat: Conj, shared: frozenset[str]) -> list[str]:
     for keyword, value in reader.kw.items():
         if keyword in JUDGED.split() or value is True or not shared & APPLIES_TO.get(keyword, ANY):
             continue
-        names = {
-            "if": ("if", "then", "else"),
-            "contains": ("contains", "minContains", "maxContains"),
-        }
-        if keyword in names and any(same(reader, node, names[keyword]) for node in flat):
+        together = TOGETHER.get(keyword)
+        if together and any(same(reader, node, together) for node in flat):
             continue
         found.append(f"{keyword} cannot be judged for compatibility, and was added or changed")
     return found

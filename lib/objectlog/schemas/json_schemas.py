@@ -142,6 +142,7 @@ def parse(schema: str, references: Mapping[str, str]) -> ParsedSchema:
 def decode(text: str, what: str) -> Any:
     try:
         value = json.loads(text, parse_constant=not_json, parse_float=finite)
+        compact(value).encode()  # a lone surrogate cannot be stored as UTF-8
     except ValueError as error:
         raise InvalidSchema(f"{what} is not valid JSON: {error}") from error
     if isinstance(value, dict | bool):
