@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import requests
+from confluent_kafka.schema_registry import Schema
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from objectlog import ObjectLog
 from objectlog.kafka.server import AgentThread
@@ -154,3 +157,119 @@ def test_other_media_types_are_refused_with_415(registry: str) -> None:
         timeout=10,
     )
     assert (answer.status_code, answer.json()["error_code"]) == (415, 415)
+
+
+ORDER_PROTO = """
+syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Order {
+  string id = 1;
+  int64 amount = 2;
+  google.protobuf.Timestamp placed = 3;
+  map<string, string> labels = 4;
+}
+"""
+
+
+def order_class() -> type:
+    """A generated-style message class for ORDER_PROTO, compiled as the registry compiles it."""
+    from google.protobuf import descriptor_pool, message_factory, timestamp_pb2
+
+    from objectlog.schemas.protobuf_schemas import parse
+
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    descriptor = parse(ORDER_PROTO, {}).parsed
+    descriptor.name = "shop/order.proto"
+    pool.Add(descriptor)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+
+
+def round_trip(
+    agent: AgentThread, topic: str, serializer: Any, deserializer: Any, sent: list
+) -> list:
+    from confluent_kafka import DeserializingConsumer, SerializingProducer
+
+    producer = SerializingProducer(
+        {"bootstrap.servers": agent.address, "value.serializer": serializer}
+    )
+    for value in sent:
+        producer.produce(topic, value=value)
+    producer.flush(10)
+    consumer = DeserializingConsumer(
+        {
+            "bootstrap.servers": agent.address,
+            "group.id": f"{topic}-readers",
+            "auto.offset.reset": "earliest",
+            "value.deserializer": deserializer,
+        }
+    )
+    consumer.subscribe([topic])
+    received = []
+    try:
+        while len(received) < len(sent):
+            message = consumer.poll(10)
+            assert message is not None and message.error() is None
+            received.append(message.value())
+    finally:
+        consumer.close()
+    return received
+
+
+def test_json_schema_records_round_trip_through_the_agent(
+    log: ObjectLog, registry: str, agent: AgentThread
+) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+
+    schema = json.dumps(
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "title": "Click",
+            "type": "object",
+            "properties": {"page": {"type": "string"}, "ms": {"type": "integer"}},
+            "required": ["page"],
+        }
+    )
+    log.create_topic("clicks", partitions=1)
+    client = SchemaRegistryClient({"url": registry})
+    sent = [{"page": f"/p/{i}", "ms": i} for i in range(3)]
+    received = round_trip(
+        agent, "clicks", JSONSerializer(schema, client), JSONDeserializer(schema), sent
+    )
+    assert received == sent
+    latest = client.get_latest_version("clicks-value")
+    assert latest.schema.schema_type == "JSON"
+    with pytest.raises(SchemaRegistryError, match="409"):  # a required property added: not BACKWARD
+        changed = json.loads(schema)
+        changed["required"] = ["page", "ms"]
+        client.register_schema("clicks-value", Schema(json.dumps(changed), "JSON"))
+
+
+def test_protobuf_records_round_trip_through_the_agent(
+    log: ObjectLog, registry: str, agent: AgentThread
+) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+
+    order = order_class()
+    log.create_topic("orders", partitions=1)
+    client = SchemaRegistryClient({"url": registry})
+    sent = [order(id=f"o-{i}", amount=100 * i, labels={"n": str(i)}) for i in range(3)]
+    for i, message in enumerate(sent):
+        message.placed.seconds = 1_700_000_000 + i
+    serializer = ProtobufSerializer(order, client, {"use.deprecated.format": False})
+    deserializer = ProtobufDeserializer(order, {"use.deprecated.format": False})
+    assert round_trip(agent, "orders", serializer, deserializer, sent) == sent
+    stored = requests.get(f"{registry}/subjects/orders-value/versions/latest", timeout=10).json()
+    assert stored["schemaType"] == "PROTOBUF"
+    assert "message Order" in stored["schema"]  # registered as a descriptor, kept as .proto text
+    serialized = requests.get(
+        f"{registry}/schemas/ids/{stored['id']}?format=serialized", timeout=10
+    ).json()["schema"]
+    assert serialized != stored["schema"]
+    again = post(
+        f"{registry}/subjects/orders-value", {"schema": serialized, "schemaType": "PROTOBUF"}
+    )
+    assert again.json()["id"] == stored["id"]  # the descriptor is the same schema as its text

@@ -27,7 +27,6 @@ from objectlog.schemas.registry import (
     SchemaInput,
     SchemaRegistry,
     SubjectVersion,
-    schema_type,
 )
 from objectlog.schemas.types import AVRO, PROTOBUF
 from objectlog.stores.schemas import SchemaReference, StoredSchema
@@ -146,9 +145,9 @@ def schema_out(registry: SchemaRegistry, schema: StoredSchema, fmt: str | None) 
 
 def _text(registry: SchemaRegistry, schema: StoredSchema, fmt: str | None) -> str:
     if fmt == SERIALIZED and schema.schema_type == PROTOBUF:
-        kind: Any = schema_type(PROTOBUF)
-        serialized: str = kind.serialized(registry.parsed(schema))
-        return serialized
+        from objectlog.schemas import protobuf_schemas  # protoc loads only when asked for
+
+        return protobuf_schemas.serialized(registry.parsed(schema))
     return schema.schema
 
 

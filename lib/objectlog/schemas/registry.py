@@ -13,6 +13,7 @@ request; schemas parsed here are cached by id (a schema never changes).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -50,13 +51,15 @@ from objectlog.schemas.subjects import (
     check_subject_name,
     version_number,
 )
-from objectlog.schemas.types import AVRO, ParsedSchema, SchemaType
+from objectlog.schemas.types import AVRO, JSON, PROTOBUF, ParsedSchema, SchemaType
 from objectlog.stores.documents import DocumentStore
 from objectlog.stores.schemas import SchemaReference, SchemaStore, StoredSchema
 
 T = TypeVar("T")
-TYPE_MODULES = {  # each type's rules, by Confluent's name for it (JSON, PROTOBUF: to come)
+TYPE_MODULES = {  # each type's rules, by Confluent's name for it
     AVRO: ("objectlog.schemas.avro_schemas", "AvroSchemaType"),
+    JSON: ("objectlog.schemas.json_schemas", "JsonSchemaType"),
+    PROTOBUF: ("objectlog.schemas.protobuf_schemas", "ProtobufSchemaType"),
 }
 PARSED_CACHE_SIZE = 1_000
 
@@ -416,9 +419,7 @@ class SchemaRegistry:
         kind = schema_type(given.schema_type)
         parsed = kind.parse(given.schema, self._resolved(given.references))
         if normalize:
-            return ParsedSchema(
-                parsed.schema_type, parsed.normalized, parsed.normalized, parsed.parsed
-            )
+            return dataclasses.replace(parsed, canonical=parsed.normalized)
         return parsed
 
     def _parsed_schema(self, schema_id: int) -> ParsedSchema:
