@@ -45,36 +45,13 @@ def post(url: str, body: object) -> requests.Response:
 
 
 def test_avro_records_round_trip_through_the_agent(registry: str, agent: AgentThread) -> None:
-    from confluent_kafka import DeserializingConsumer, SerializingProducer
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 
     client = SchemaRegistryClient({"url": registry})
-    producer = SerializingProducer(
-        {"bootstrap.servers": agent.address, "value.serializer": AvroSerializer(client, USER)}
-    )
     sent = [{"name": f"user-{i}", "age": i} for i in range(5)]
-    for value in sent:
-        producer.produce("users", value=value)
-    producer.flush(10)
-    consumer = DeserializingConsumer(
-        {
-            "bootstrap.servers": agent.address,
-            "group.id": "readers",
-            "auto.offset.reset": "earliest",
-            "value.deserializer": AvroDeserializer(client),
-        }
-    )
-    consumer.subscribe(["users"])
-    received = []
-    try:
-        while len(received) < len(sent):
-            message = consumer.poll(10)
-            assert message is not None and message.error() is None
-            received.append(message.value())
-    finally:
-        consumer.close()
-    assert received == sent
+    serializer, deserializer = AvroSerializer(client, USER), AvroDeserializer(client)
+    assert round_trip(agent, "users", serializer, deserializer, sent) == sent
     assert client.get_subjects() == ["users-value"]
     assert client.get_latest_version("users-value").version == 1
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from objectlog.errors import InvalidRequest, ObjectLogError, SchemaRegistryError
 from objectlog.http.routes import Services, parse_model
 from objectlog.schemas.registry import (
-    TYPE_MODULES,
+    TYPE_NAMES,
     SchemaInput,
     SchemaRegistry,
     SubjectVersion,
@@ -198,7 +198,7 @@ def _read_routes(router: Router, registry: Any, query: Any, flag: Any, ok: Any, 
 
     @router.get(f"{BASE}/schemas/types", summary="Schema Registry: schema types", **route)
     def types() -> Response[str]:
-        return ok(list(TYPE_MODULES))
+        return ok(list(TYPE_NAMES))
 
     @router.get(f"{BASE}/schemas/ids/<schema_id>", summary="Schema Registry: schema by id", **route)
     def by_id(schema_id: str) -> Response[str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 import json
 import threading
 import uuid
@@ -56,11 +55,7 @@ from objectlog.stores.documents import DocumentStore
 from objectlog.stores.schemas import SchemaReference, SchemaStore, StoredSchema
 
 T = TypeVar("T")
-TYPE_MODULES = {  # each type's rules, by Confluent's name for it
-    AVRO: ("objectlog.schemas.avro_schemas", "AvroSchemaType"),
-    JSON: ("objectlog.schemas.json_schemas", "JsonSchemaType"),
-    PROTOBUF: ("objectlog.schemas.protobuf_schemas", "ProtobufSchemaType"),
-}
+TYPE_NAMES = (AVRO, JSON, PROTOBUF)  # Confluent's names of the types offered
 PARSED_CACHE_SIZE = 1_000
 
 _types: dict[str, SchemaType] = {}
@@ -68,18 +63,31 @@ _types_lock = threading.Lock()
 
 
 def schema_type(name: object) -> SchemaType:
-    """The schema type's rules (imported on first use: Protobuf's compiler is large)."""
-    if not isinstance(name, str) or name.upper() not in TYPE_MODULES:
+    """The schema type's rules, loaded on first use (Protobuf's compiler is large)."""
+    if not isinstance(name, str) or name.upper() not in TYPE_NAMES:
         raise InvalidSchema(
-            f"Invalid schemaType {name!r}: use one of {', '.join(TYPE_MODULES)}",
+            f"Invalid schemaType {name!r}: use one of {', '.join(TYPE_NAMES)}",
             field="schemaType",
         )
     key = name.upper()
     with _types_lock:
         if key not in _types:
-            module, cls = TYPE_MODULES[key]
-            _types[key] = getattr(importlib.import_module(module), cls)()
+            _types[key] = _load(key)
         return _types[key]
+
+
+def _load(name: str) -> SchemaType:
+    if name == AVRO:
+        from objectlog.schemas.avro_schemas import AvroSchemaType
+
+        return AvroSchemaType()
+    if name == JSON:
+        from objectlog.schemas.json_schemas import JsonSchemaType
+
+        return JsonSchemaType()
+    from objectlog.schemas.protobuf_schemas import ProtobufSchemaType
+
+    return ProtobufSchemaType()
 
 
 @dataclass(frozen=True)

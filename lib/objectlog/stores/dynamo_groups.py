@@ -28,6 +28,7 @@ from typing import Any
 
 from objectlog.adapters.dynamodb import DynamoTable, Item
 from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPartition
+from objectlog.stores.name_sets import DynamoNameSet
 
 GROUP_REGISTRY_KEY = {"pk": "groups", "sk": "index"}
 
@@ -115,6 +116,7 @@ class DynamoGroupStore:
 
     def __init__(self, table: DynamoTable) -> None:
         self.table = table
+        self.registry = DynamoNameSet(table, GROUP_REGISTRY_KEY, "group registry")
 
     # ---- group item --------------------------------------------------------------------
 
@@ -312,24 +314,13 @@ class DynamoGroupStore:
     # ---- registry ----------------------------------------------------------------------
 
     def register(self, group: str) -> None:
-        self._registry("ADD", group)
+        self.registry.add(group)
 
     def unregister(self, group: str) -> None:
-        self._registry("DELETE", group)
+        self.registry.remove(group)
 
     def group_names(self) -> list[str]:
-        item = self.table.get(GROUP_REGISTRY_KEY)
-        return sorted(item["names"]) if item and "names" in item else []
-
-    def _registry(self, action: str, group: str) -> None:
-        self.table.update(
-            GROUP_REGISTRY_KEY,
-            f"{action} #names :n",
-            names={"#names": "names"},
-            values={":n": {group}},
-            repeatable=True,
-            what="UpdateItem group registry",
-        )
+        return self.registry.names()
 
     def _offset_update(
         self,

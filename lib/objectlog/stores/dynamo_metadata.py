@@ -53,6 +53,7 @@ from objectlog.stores.metadata import (
     explain_failed_commit,
     pinned_head,
 )
+from objectlog.stores.name_sets import DynamoNameSet
 
 REGISTRY_KEY = {"pk": "topics", "sk": "index"}
 PRODUCER_IDS_KEY = {"pk": "kafka", "sk": "producer-ids"}
@@ -174,6 +175,7 @@ class DynamoMetadata(KafkaCommits, LogStartWrites):
 
     def __init__(self, table: DynamoTable) -> None:
         self.table = table
+        self.registry = DynamoNameSet(table, REGISTRY_KEY, "registry")
 
     def _parse_head(self, topic: str, partition: int, item: Mapping[str, Any]) -> PartitionHead:
         return parse_head(topic, partition, item)
@@ -288,20 +290,10 @@ class DynamoMetadata(KafkaCommits, LogStartWrites):
     # ---- registry ----------------------------------------------------------------------
 
     def register(self, name: str) -> None:
-        self._registry("ADD", name)
+        self.registry.add(name)
 
     def unregister(self, name: str) -> None:
-        self._registry("DELETE", name)
-
-    def _registry(self, action: str, name: str) -> None:
-        self.table.update(
-            REGISTRY_KEY,
-            f"{action} #names :n",
-            names={"#names": "names"},
-            values={":n": {name}},
-            repeatable=True,
-            what="UpdateItem registry",
-        )
+        self.registry.remove(name)
 
     def next_producer_id(self) -> int:
         written = self.table.update(
@@ -317,8 +309,7 @@ class DynamoMetadata(KafkaCommits, LogStartWrites):
         return int(written.item["n"]) - 1
 
     def registered_names(self) -> list[str]:
-        item = self.table.get(REGISTRY_KEY)
-        return sorted(item["names"]) if item and "names" in item else []
+        return self.registry.names()
 
     # ---- heads -------------------------------------------------------------------------
 

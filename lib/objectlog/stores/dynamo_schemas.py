@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from objectlog.adapters.dynamodb import DynamoTable
+from objectlog.stores.name_sets import DynamoNameSet
 from objectlog.stores.schemas import (
     SchemaReference,
     StoredSchema,
@@ -32,6 +33,7 @@ def guid_key(guid: str) -> dict[str, str]:
 class DynamoSchemaStore:
     def __init__(self, table: DynamoTable) -> None:
         self.table = table
+        self.subjects = DynamoNameSet(table, SUBJECTS_KEY, "schema subjects")
 
     def next_id(self) -> int:
         written = self.table.update(
@@ -124,21 +126,10 @@ class DynamoSchemaStore:
         )
 
     def subject_names(self) -> list[str]:
-        item = self.table.get(SUBJECTS_KEY)
-        return sorted(item["names"]) if item and "names" in item else []
+        return self.subjects.names()
 
     def add_subject(self, subject: str) -> None:
-        self._subjects("ADD", subject)
+        self.subjects.add(subject)
 
     def remove_subject(self, subject: str) -> None:
-        self._subjects("DELETE", subject)
-
-    def _subjects(self, action: str, subject: str) -> None:
-        self.table.update(
-            SUBJECTS_KEY,
-            f"{action} #names :n",
-            names={"#names": "names"},
-            values={":n": {subject}},
-            repeatable=True,
-            what="UpdateItem schema subjects",
-        )
+        self.subjects.remove(subject)

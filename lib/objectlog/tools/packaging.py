@@ -193,9 +193,23 @@ def _mb(size: int) -> str:
 
 
 def runtime_requirements(project: Project) -> list[str]:
-    """pyproject.toml's dependencies plus the ``lambda`` extra: what the functions may import."""
+    """pyproject.toml's dependencies plus the ``lambda`` extra, with the project's own extras it
+    names (``objectlog[schemas]``) spelled out: what the functions may import."""
     metadata = tomllib.loads(project.pyproject.read_text())["project"]
-    return [*metadata["dependencies"], *metadata["optional-dependencies"]["lambda"]]
+    extras = metadata["optional-dependencies"]
+    return [*metadata["dependencies"], *_spelled_out(extras["lambda"], extras, metadata["name"])]
+
+
+def _spelled_out(requirements: list[str], extras: dict[str, list[str]], project: str) -> list[str]:
+    spelled: list[str] = []
+    for requirement in requirements:
+        own = re.fullmatch(rf"\s*{re.escape(project)}\[([^\]]+)\]\s*", requirement)
+        if own is None:
+            spelled.append(requirement)
+            continue
+        for extra in own.group(1).split(","):
+            spelled += _spelled_out(extras[extra.strip()], extras, project)
+    return spelled
 
 
 def layer_requirements(project: Project) -> tuple[list[str], list[str]]:
@@ -204,7 +218,8 @@ def layer_requirements(project: Project) -> tuple[list[str], list[str]]:
     the distributions it imports that pyproject.toml does not declare. Nothing else: a
     dependency only the tooling or Spark imports stays out of the layer."""
     declared = runtime_requirements(project)
-    imported = set(distributions_of(handler_imports(project)).values())
+    preferred = {requirement_name(r) for r in declared}
+    imported = set(distributions_of(handler_imports(project), preferred).values())
     chosen = [r for r in declared if requirement_name(r) in imported]
     undeclared = sorted(imported - {requirement_name(r) for r in declared})
     return [*chosen, *undeclared], undeclared
@@ -329,8 +344,10 @@ def handler_library_files(project: Project | None = None) -> set[Path]:
     return set(handler_closure(project).files)
 
 
-def distributions_of(modules: Iterable[str]) -> dict[str, str]:
-    """module -> the distribution installed here that provides it."""
+def distributions_of(modules: Iterable[str], preferred: Iterable[str] = ()) -> dict[str, str]:
+    """module -> the distribution installed here that provides it: among several (a namespace
+    package such as google), a preferred one (a declared requirement) if one is."""
+    chosen = set(preferred)
     provided = importlib.metadata.packages_distributions()
     found: dict[str, str] = {}
     for module in sorted(modules):
@@ -339,7 +356,8 @@ def distributions_of(modules: Iterable[str]) -> dict[str, str]:
             raise PackagingError(
                 f"the handlers import {module!r}, which no installed distribution provides"
             )
-        found[module] = _canonical(names[0])
+        canonical = [_canonical(name) for name in names]
+        found[module] = next((name for name in canonical if name in chosen), canonical[0])
     return found
 
 
