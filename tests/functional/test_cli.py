@@ -107,6 +107,9 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
         banner = process.stdout.readline()
         assert f"127.0.0.1:{port}" in banner
         assert f"127.0.0.1:{api_port}" in process.stdout.readline()
+        assert f"REST Proxy http://127.0.0.1:{api_port}/kafka" in process.stdout.readline()
+        registry = f"Schema Registry http://127.0.0.1:{api_port}/schema-registry"
+        assert registry in process.stdout.readline()
         assert f"Kafka agent 127.0.0.1:{kafka_port}" in process.stdout.readline()
         assert " OBJECTLOG_CATALOG=glue" in process.stdout.readline()  # in memory: its Glue
         endpoint = f"http://127.0.0.1:{port}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import os
 import sys
@@ -35,8 +34,10 @@ from objectlog.format.topics import MAX_PARTITIONS
 from objectlog.groups import TopicPartition
 from objectlog.kafka.classic import DEV_INITIAL_REBALANCE_DELAY_MS, INITIAL_REBALANCE_DELAY_MS
 from objectlog.services.fetch import FetchRequest
+from objectlog.tools.cli_errors import clear_errors
 from objectlog.tools.emulators.processes import EmulatorError
 from objectlog.tools.extras import require
+from objectlog.tools.schemas_cli import schemas
 from objectlog.tools.signals import interrupt_on_stop_signals, sleep_interruptibly
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,20 +64,6 @@ def num_partitions_option(default: int | None) -> Callable[[F], F]:
         help="partitions of a topic created by its first use (Kafka's num.partitions)"
         + ("" if default is not None else "; default: OBJECTLOG_NUM_PARTITIONS, else 1"),
     )
-
-
-def clear_errors(command: F) -> F:
-    """objectlog errors become one line on stderr and exit status 1."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except ObjectLogError as e:
-            click.echo(f"error: {e.message}", err=True)
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.group()
@@ -119,6 +106,9 @@ def _log(ctx: click.Context) -> LogClient:
     log: LogClient = ctx.obj()
     ctx.call_on_close(log.close)
     return log
+
+
+main.add_command(schemas)
 
 
 # ---- dev ---------------------------------------------------------------------------------
