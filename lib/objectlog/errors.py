@@ -9,6 +9,7 @@ class ErrorKind(Enum):
     """What the caller should do about an error; the value is its HTTP status."""
 
     INVALID = 400
+    UNPROCESSABLE = 422
     NOT_FOUND = 404
     NOT_ACCEPTABLE = 406
     CONFLICT = 409
@@ -71,6 +72,13 @@ class InvalidRecord(InvalidRequest):
     def __init__(self, message: str, *, field: str | None = None, records: tuple[int, ...] = ()):
         super().__init__(message, field=field)
         self.records = records
+
+
+class SchemaValidationFailed(InvalidRecord):
+    """Records a validated topic refuses: no Schema Registry wire format, or a schema id not
+    registered under the topic's subject (Kafka's INVALID_RECORD; HTTP 422)."""
+
+    kind = ErrorKind.UNPROCESSABLE
 
 
 class PolicyViolation(InvalidRequest):

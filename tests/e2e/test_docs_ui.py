@@ -49,6 +49,10 @@ def test_docs_render_every_route(api: str, tmp_path: Path) -> None:
     for method, path, _ in ROUTES:
         if path in ("/docs", "/openapi.json"):
             continue
+        if path.endswith("/{proxy+}"):  # a greedy route: the routes under it are shown
+            path = path.removesuffix("{proxy+}")
+            assert f'data-path="{path}' in dom, f"no route under {path} is shown in /docs"
+            continue
         assert f'data-path="{path}"' in dom, f"{method} {path} is not shown in /docs"
     screenshot = tmp_path / "swagger-ui.png"
     run_chromium(

@@ -61,7 +61,13 @@ KAFKA_TOPIC_CONFIGS = {
     "segment.ms": ("LONG", "604800000"),
     "unclean.leader.election.enable": ("BOOLEAN", "false"),
 }
-OBJECTLOG_CONFIGS = {"objectlog.table.enabled", "objectlog.table.lag.ms"}
+# not Kafka's: objectlog's own, and Confluent's schema validation (docs/schemas.md)
+OBJECTLOG_CONFIGS = {
+    "objectlog.table.enabled",
+    "objectlog.table.lag.ms",
+    "confluent.value.schema.validation",
+    "confluent.key.schema.validation",
+}
 APPLIED = {
     "retention.ms",
     "retention.bytes",
@@ -113,6 +119,8 @@ ACCEPTED: dict[str, dict[str, str]] = {
     "unclean.leader.election.enable": {"true": "true"},
     "objectlog.table.enabled": {"False": "false"},
     "objectlog.table.lag.ms": {"0": "0"},
+    "confluent.value.schema.validation": {"TRUE": "true"},
+    "confluent.key.schema.validation": {"false": "false"},
 }
 REFUSED: dict[str, list[str]] = {
     "cleanup.policy": ["archive", "compact,,delete", "Compact"],
@@ -153,6 +161,8 @@ REFUSED: dict[str, list[str]] = {
     "unclean.leader.election.enable": ["no"],
     "objectlog.table.enabled": ["maybe"],
     "objectlog.table.lag.ms": ["-1"],
+    "confluent.value.schema.validation": ["yes"],
+    "confluent.key.schema.validation": [""],
 }
 
 

@@ -6,6 +6,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
+import pyarrow as pa
+
 from objectlog.adapters import aws
 from objectlog.clients.arguments import (
     check_compression,
@@ -33,6 +35,8 @@ from objectlog.format.topics import (
     validate_topic_name,
 )
 from objectlog.groups.coordinator import GroupCoordinator
+from objectlog.schemas.settings import SubjectDocuments
+from objectlog.schemas.validation import SchemaValidator
 from objectlog.services.append import Appender
 from objectlog.services.delete_records import delete_records
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
@@ -98,6 +102,7 @@ class ObjectLog:
         )
         self._reader: Reader | None = None
         self._groups: GroupCoordinator | None = None
+        self._schema_validator: SchemaValidator | None = None
         self._tables: Tables | None = None
 
     @overload
@@ -197,6 +202,10 @@ class ObjectLog:
     def forget_topic(self, name: str) -> None:
         self._topics.forget(name)
 
+    def check_schemas(self, topic: Topic, keys: pa.Array, values: pa.Array) -> None:
+        if topic.config.schema_validated:  # no validator, no work, for the others
+            self.schema_validator.check(topic, keys, values)
+
     def describe_topic(self, name: str) -> TopicDescription:
         topic = self.topic(name, fresh=True)
         heads = self.metadata.get_heads(name, range(topic.partitions))
@@ -266,6 +275,14 @@ class ObjectLog:
                 self.metadata, self.items.groups, self.clock, self.offset_for_time
             )
         return self._groups
+
+    @property
+    def schema_validator(self) -> SchemaValidator:
+        """Validated topics' check (schemas.validation), shared by this client's doors."""
+        if self._schema_validator is None:
+            subjects = SubjectDocuments(self.items.documents)
+            self._schema_validator = SchemaValidator(subjects, self.clock.now_ms)
+        return self._schema_validator
 
     def consumer(self, **options: Any) -> Consumer:
         """A Kafka-shaped consumer: group=, topics=, auto_offset_reset=, enable_auto_commit=."""

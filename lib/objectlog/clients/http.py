@@ -174,6 +174,10 @@ class HttpObjectLog:
     def forget_topic(self, name: str) -> None:
         self._topics.forget(name)
 
+    def check_schemas(self, topic: Topic, keys: pa.Array, values: pa.Array) -> None:
+        """Nothing here: the HTTP API checks each request's records against the registry
+        when they arrive, and refuses the request (422, SchemaValidationFailed)."""
+
     def alter_topic_config(
         self, name: str, set: Mapping[str, object] | None = None, delete: Iterable[str] = ()
     ) -> Topic:

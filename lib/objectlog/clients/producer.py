@@ -59,6 +59,7 @@ from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch
 from objectlog.services.columnar import (
     assign_partitions,
     refuse_rows,
+    refuse_unvalidated,
     table_batches,
     table_columns,
 )
@@ -88,6 +89,9 @@ class ProducerHost(Protocol):
     def forget_topic(self, name: str) -> None: ...
 
     def new_appender(self, *, compression: str = "none") -> BatchAppender: ...
+
+    def check_schemas(self, topic: Topic, keys: pa.Array, values: pa.Array) -> None:
+        """Refuse records a validated topic would refuse (SchemaValidationFailed)."""
 
 
 logger = logging.getLogger(__name__)
@@ -306,6 +310,7 @@ class Producer:
                 explicit,
                 lambda _: self.sticky.partition(info.name, info.partitions),
             )
+        self.log.check_schemas(info, columns.keys, columns.values)  # one refused: the table
         groups = table_batches(info, columns, partitions, self.clock.now_ms())
         outcomes = self._commit(self.appender.stage([batch for _, batch in groups]))
         offsets = np.empty(len(columns), dtype=np.int64)
@@ -436,6 +441,7 @@ class Producer:
                 continue
             rows, errors = refuse_rows(info, columns, explicit, rows)
             delivery.errors.update(errors)
+            rows = refuse_unvalidated(self.log.check_schemas, info, columns, rows, delivery.errors)
             if not len(rows):
                 continue
             partitions = assign_partitions(

@@ -46,6 +46,12 @@ class Effect:
 
 APPLIED = Effect(True, "objectlog's write path, reads or compactor apply it, as Kafka does")
 OBJECTLOG_OWN = Effect(True, "objectlog's own: the topic's Iceberg table (docs/spark.md)")
+SCHEMA_VALIDATION = Effect(
+    True,
+    "Confluent's broker-side schema ID validation: every door refuses a record whose value "
+    "(or key) does not carry the Schema Registry's wire format with an id registered under "
+    "the topic's subject (docs/schemas.md)",
+)
 NO_LOCAL_SEGMENTS = Effect(
     False,
     "objectlog keeps no local segment files, indexes or page cache: each produce request is "
@@ -277,6 +283,15 @@ SPECS: tuple[TopicConfigSpec, ...] = (
         APPLIED,
         "CreateTime keeps the producer's timestamps; LogAppendTime stamps each record with "
         "the time it was written.",
+    ),
+    TopicConfigSpec(
+        "confluent.value.schema.validation", BOOLEAN, "false", _boolean, SCHEMA_VALIDATION,
+        "Confluent's: refuse records whose value does not name a schema id registered under "
+        "the topic's value subject (<topic>-value).",
+    ),
+    TopicConfigSpec(
+        "confluent.key.schema.validation", BOOLEAN, "false", _boolean, SCHEMA_VALIDATION,
+        "Confluent's: the same for keys (<topic>-key); a null key passes.",
     ),
     TopicConfigSpec(
         "objectlog.table.enabled", BOOLEAN, "true", _boolean, OBJECTLOG_OWN,

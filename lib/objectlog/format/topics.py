@@ -20,6 +20,8 @@ DELETE_RETENTION_MS = "delete.retention.ms"
 MIN_COMPACTION_LAG_MS = "min.compaction.lag.ms"
 MAX_MESSAGE_BYTES = "max.message.bytes"
 MESSAGE_TIMESTAMP_TYPE = "message.timestamp.type"
+VALUE_SCHEMA_VALIDATION = "confluent.value.schema.validation"  # Confluent's (docs/schemas.md)
+KEY_SCHEMA_VALIDATION = "confluent.key.schema.validation"
 TABLE_ENABLED = "objectlog.table.enabled"  # objectlog's own: keep an Iceberg table of the topic
 # objectlog's own: a compaction run puts every record older than this into the table (the
 # default is the default compaction interval, so the table trails the log by at most two)
@@ -152,6 +154,12 @@ class TopicConfig:
     @property
     def compacted(self) -> bool:
         return "compact" in self.get(CLEANUP_POLICY).split(",")
+
+    @property
+    def schema_validated(self) -> bool:
+        """Whether records' values or keys are checked against the Schema Registry
+        (schemas.validation)."""
+        return "true" in (self.get(VALUE_SCHEMA_VALIDATION), self.get(KEY_SCHEMA_VALIDATION))
 
     @property
     def table_enabled(self) -> bool:

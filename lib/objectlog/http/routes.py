@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
+import pyarrow as pa
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -318,6 +319,11 @@ def produce_and_wait(
         size = record_size(record["key"], record["value"], record.get("headers"))
         check_record_size(info, size, field=f"records[{i}]", record=f"records[{i}]")
         check_key(info, record["key"], field=f"records[{i}].key", record=f"records[{i}]")
+    if (
+        info.config.schema_validated
+    ):  # a validated topic: every record's schema id, before any is sent
+        keys = pa.array([r["key"] for r in records], pa.binary())
+        log.schema_validator.check(info, keys, pa.array([r["value"] for r in records], pa.binary()))
     producer = services.producer
     retries_before = producer.stats.commit_retries
     futures = {

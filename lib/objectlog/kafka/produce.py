@@ -83,6 +83,9 @@ class ProduceApi:
         decoded = decode_batches(data.records or b"", name, data.index, log_append_ms=now)
         table = pa.concat_tables([batch.table for batch in decoded])
         check_keys(topic, table.column("key"))  # refuses the partition's batch, as Kafka does
+        if topic.config.schema_validated:  # the same: a schema id the topic's subject lacks
+            check = self.ctx.log.schema_validator.check
+            await self.ctx.call(check, topic, table.column("key"), table.column("value"))
         if len(decoded) > 1:  # positions run on across the batches
             table = table.set_column(
                 table.schema.get_field_index("offset"),

@@ -21,7 +21,12 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from objectlog.errors import InvalidRequest, ObjectLogError, UnknownPartition
+from objectlog.errors import (
+    InvalidRequest,
+    ObjectLogError,
+    SchemaValidationFailed,
+    UnknownPartition,
+)
 from objectlog.format.partitioner import partitions_for_key_array
 from objectlog.format.records import (
     check_key,
@@ -133,6 +138,26 @@ def refuse_rows(
         except ObjectLogError as e:
             errors[row] = e
     return rows[np.isin(rows, list(errors), invert=True)], errors
+
+
+def refuse_unvalidated(
+    check: Callable[[Topic, pa.Array, pa.Array], None],
+    info: Topic,
+    columns: RecordColumns,
+    rows: np.ndarray,
+    errors: dict[int, ObjectLogError],
+) -> np.ndarray:
+    """The rows a validated topic's schema check (schemas.validation's) takes; each refused
+    one's error goes to errors, and it fails alone. Nothing to do on other topics."""
+    if not info.config.schema_validated:
+        return rows
+    try:
+        check(info, columns.keys.take(rows), columns.values.take(rows))
+    except SchemaValidationFailed as e:
+        refused = rows[list(e.records)]
+        errors.update(dict.fromkeys(refused.tolist(), e))
+        return rows[np.isin(rows, refused, invert=True)]
+    return rows
 
 
 def assign_partitions(

@@ -1,0 +1,34 @@
+"""The Schema Registry's wire format, as Confluent's serializers write it:
+
+    byte 0      magic byte 0
+    bytes 1-4   the schema id, a big-endian int32
+    bytes 5-    the payload (Protobuf: its message indexes first, then the message)
+
+Read for a whole column at once (pyarrow compute, no Python object per record).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MAGIC_BYTE = 0
+PREFIX_BYTES = 5
+NOT_FRAMED = b"\x01\x00\x00\x00\x00"  # what an unframed value reads as: not the magic byte
+
+
+def framed_ids(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids, framed, null) for each value: its schema id (int64; meaningless where not framed),
+    whether it carries the wire prefix (magic byte 0 and an id), whether it is null."""
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    values = values.cast(pa.binary()) if values.type != pa.binary() else values
+    null = values.is_null().to_numpy(zero_copy_only=False)
+    long_enough = pc.fill_null(pc.greater_equal(pc.binary_length(values), PREFIX_BYTES), False)
+    heads = pc.if_else(long_enough, pc.binary_slice(values, 0, PREFIX_BYTES), NOT_FRAMED)
+    fixed = pc.fill_null(heads, NOT_FRAMED).cast(pa.binary(PREFIX_BYTES))
+    raw = np.frombuffer(fixed.buffers()[1], dtype=np.uint8).reshape(-1, PREFIX_BYTES)
+    raw = raw[fixed.offset : fixed.offset + len(fixed)]
+    framed = raw[:, 0] == MAGIC_BYTE
+    ids = raw[:, 1:].copy().view(">u4").reshape(-1).astype(np.int64)
+    return ids, framed & ~null, null

@@ -1,0 +1,121 @@
+"""Validated topics (confluent.value.schema.validation): a record without the registry's wire
+format, with an unknown id, or with an id of another subject is refused on every door and
+nothing of what is refused is stored; the subject's ids are read once, not per record."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import requests
+
+from objectlog import ObjectLog
+from objectlog.errors import SchemaValidationFailed
+from objectlog.kafka.server import AgentThread
+from objectlog.schemas.registry import SchemaInput, SchemaRegistry
+from tests.kafka_agent_config import agent_config
+
+TOPIC = "payments"
+NAME = json.dumps({"type": "record", "name": "Payment", "fields": [{"name": "n", "type": "int"}]})
+OTHER = json.dumps({"type": "record", "name": "Other", "fields": [{"name": "s", "type": "string"}]})
+
+
+def framed(schema_id: int, payload: bytes = b"\x02") -> bytes:
+    return struct.pack(">bI", 0, schema_id) + payload
+
+
+@pytest.fixture
+def ids(log: ObjectLog) -> dict[str, int]:
+    """The topic's subject's id, another subject's id, and an id nobody has."""
+    registry = SchemaRegistry(log.items.schemas, log.items.documents)
+    good = registry.register(f"{TOPIC}-value", SchemaInput(NAME)).schema.id
+    other = registry.register("elsewhere-value", SchemaInput(OTHER)).schema.id
+    log.create_topic(TOPIC, partitions=1, config={"confluent.value.schema.validation": "true"})
+    return {"good": good, "other": other, "unknown": 999}
+
+
+def refused_values(ids: dict[str, int]) -> dict[str, bytes]:
+    return {
+        "raw": b"not framed",
+        "short": b"\x00\x00",
+        "unknown id": framed(ids["unknown"]),
+        "another subject's id": framed(ids["other"]),
+    }
+
+
+def stored(log: ObjectLog) -> list[bytes | None]:
+    return [r.value for r in log.fetch(TOPIC, 0, 0).records]
+
+
+def test_the_library_refuses_each_bad_record_and_stores_the_others(
+    log: ObjectLog, ids: dict[str, int]
+) -> None:
+    producer = log.producer()
+    good = producer.send(TOPIC, value=framed(ids["good"]))
+    tombstone = producer.send(TOPIC, value=None, key=b"k")
+    bad = {name: producer.send(TOPIC, value=value) for name, value in refused_values(ids).items()}
+    producer.flush()
+    assert good.result().offset == 0 and tombstone.result().offset == 1
+    for future in bad.values():
+        with pytest.raises(SchemaValidationFailed, match="refused"):
+            future.result()
+    table = pa.table({"value": pa.array([framed(ids["good"]), b"raw"], pa.binary())})
+    with pytest.raises(SchemaValidationFailed, match="record 1"):
+        producer.send_table(TOPIC, table)
+    producer.close()
+    assert stored(log) == [framed(ids["good"]), None]
+
+
+def test_the_http_api_refuses_the_whole_request_with_422(
+    log: ObjectLog, ids: dict[str, int], api: str
+) -> None:
+    for name, value in refused_values(ids).items():
+        records = [{"value": base64.b64encode(framed(ids["good"])).decode()}]
+        records.append({"value": base64.b64encode(value).decode()})
+        answer = requests.post(f"{api}/topics/{TOPIC}/records", json={"records": records})
+        assert answer.status_code == 422, name
+        assert answer.json()["error"] == "SchemaValidationFailed"
+        assert "record 1" in answer.json()["message"]
+    assert stored(log) == []
+
+
+@pytest.fixture
+def agent(log: ObjectLog) -> Iterator[AgentThread]:
+    running = AgentThread(log, agent_config()).start()
+    yield running
+    running.stop()
+
+
+def test_the_kafka_door_refuses_the_partitions_batch_with_invalid_record(
+    log: ObjectLog, ids: dict[str, int], agent: AgentThread
+) -> None:
+    from confluent_kafka import KafkaError, Producer
+
+    producer = Producer({"bootstrap.servers": agent.address, "linger.ms": 0})
+    outcomes: list[Any] = []
+    for value in [framed(ids["good"]), *refused_values(ids).values()]:
+        producer.produce(TOPIC, value=value, on_delivery=lambda e, m: outcomes.append(e))
+        producer.flush(10)
+    assert outcomes[0] is None
+    assert [e.code() for e in outcomes[1:]] == [KafkaError.INVALID_RECORD] * 4
+    assert stored(log) == [framed(ids["good"])]
+
+
+def test_many_records_cost_one_read_of_the_subject(log: ObjectLog, ids: dict[str, int]) -> None:
+    validator = log.schema_validator
+    reads: list[str] = []
+    read = validator.subjects.read
+    validator.subjects.read = lambda subject: reads.append(subject) or read(subject)  # type: ignore[method-assign]
+    topic = log.topic(TOPIC)
+    values = pa.array([framed(ids["good"])] * 10_000, pa.binary())
+    for _ in range(20):
+        validator.check(topic, pa.nulls(len(values), pa.binary()), values)
+    for _ in range(20):  # an id missing: read again once, then not within the miss interval
+        with pytest.raises(SchemaValidationFailed):
+            validator.check(topic, pa.nulls(1, pa.binary()), pa.array([framed(ids["other"])]))
+    assert reads == [f"{TOPIC}-value", f"{TOPIC}-value"]
