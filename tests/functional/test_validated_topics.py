@@ -119,3 +119,73 @@ def test_many_records_cost_one_read_of_the_subject(log: ObjectLog, ids: dict[str
         with pytest.raises(SchemaValidationFailed):
             validator.check(topic, pa.nulls(1, pa.binary()), pa.array([framed(ids["other"])]))
     assert reads == [f"{TOPIC}-value", f"{TOPIC}-value"]
+
+
+RECORD_NAME = "io.confluent.kafka.serializers.subject.RecordNameStrategy"
+TOPIC_RECORD_NAME = "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy"
+SHOP_PROTO = """
+syntax = "proto3";
+package shop;
+message Order { string id = 1; }
+message Refund { string order = 1; message Line { int64 cents = 1; } }
+"""
+
+
+@pytest.mark.parametrize(
+    ("strategy", "subject_of"),
+    [
+        pytest.param(RECORD_NAME, lambda name: name, id="record-name"),
+        pytest.param(TOPIC_RECORD_NAME, lambda name: f"ledger-{name}", id="topic-record-name"),
+    ],
+)
+def test_record_name_strategies_check_each_record_against_its_records_subject(
+    log: ObjectLog, strategy: str, subject_of: Any
+) -> None:
+    """Two record types in one topic, each registered under the subject its name gives;
+    an id registered under the other record's subject is refused."""
+    registry = SchemaRegistry(log.items.schemas, log.items.documents)
+    payment = json.loads(NAME) | {"namespace": "shop"}
+    refund = json.loads(OTHER) | {"name": "Refund", "namespace": "shop"}
+    payment_id = registry.register(subject_of("shop.Payment"), SchemaInput(json.dumps(payment)))
+    refund_id = registry.register(subject_of("shop.Refund"), SchemaInput(json.dumps(refund)))
+    stray = registry.register("unrelated", SchemaInput(json.dumps(payment | {"name": "Stray"})))
+    log.create_topic(
+        "ledger",
+        config={
+            "confluent.value.schema.validation": "true",
+            "confluent.value.subject.name.strategy": strategy,
+        },
+    )
+    producer = log.producer()
+    taken = [producer.send("ledger", value=framed(s.schema.id)) for s in (payment_id, refund_id)]
+    refused = producer.send("ledger", value=framed(stray.schema.id))
+    producer.flush()
+    assert [f.result().offset for f in taken] == [0, 1]
+    with pytest.raises(SchemaValidationFailed, match="Stray"):
+        refused.result()
+    producer.close()
+
+
+def test_protobuf_records_are_named_by_their_message_indexes(log: ObjectLog) -> None:
+    registry = SchemaRegistry(log.items.schemas, log.items.documents)
+    schema = SchemaInput(SHOP_PROTO, schema_type="PROTOBUF")
+    for subject in ("shop.Order", "shop.Refund.Line"):
+        schema_id = registry.register(subject, schema).schema.id  # one schema, both subjects
+    log.create_topic(
+        "shop",
+        config={
+            "confluent.value.schema.validation": "true",
+            "confluent.value.subject.name.strategy": RECORD_NAME,
+        },
+    )
+    zigzag = {0: b"\x00", 1: b"\x02", 2: b"\x04"}
+    order = framed(schema_id, b"\x00" + b"\x0a\x01x")  # [0]: shop.Order
+    line = framed(schema_id, zigzag[2] + zigzag[1] + zigzag[0])  # [1, 0]: shop.Refund.Line
+    refund = framed(schema_id, zigzag[1] + zigzag[1])  # [1]: shop.Refund, not registered
+    producer = log.producer()
+    futures = [producer.send("shop", value=v) for v in (order, line, refund)]
+    producer.flush()
+    assert [f.result().offset for f in futures[:2]] == [0, 1]
+    with pytest.raises(SchemaValidationFailed, match=r"subject 'shop\.Refund'"):
+        futures[2].result()
+    producer.close()

@@ -67,6 +67,8 @@ OBJECTLOG_CONFIGS = {
     "objectlog.table.lag.ms",
     "confluent.value.schema.validation",
     "confluent.key.schema.validation",
+    "confluent.value.subject.name.strategy",
+    "confluent.key.subject.name.strategy",
 }
 APPLIED = {
     "retention.ms",
@@ -121,6 +123,16 @@ ACCEPTED: dict[str, dict[str, str]] = {
     "objectlog.table.lag.ms": {"0": "0"},
     "confluent.value.schema.validation": {"TRUE": "true"},
     "confluent.key.schema.validation": {"false": "false"},
+    "confluent.value.subject.name.strategy": {
+        " io.confluent.kafka.serializers.subject.RecordNameStrategy": (
+            "io.confluent.kafka.serializers.subject.RecordNameStrategy"
+        )
+    },
+    "confluent.key.subject.name.strategy": {
+        "io.confluent.kafka.serializers.subject.TopicNameStrategy": (
+            "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+        )
+    },
 }
 REFUSED: dict[str, list[str]] = {
     "cleanup.policy": ["archive", "compact,,delete", "Compact"],
@@ -163,6 +175,8 @@ REFUSED: dict[str, list[str]] = {
     "objectlog.table.lag.ms": ["-1"],
     "confluent.value.schema.validation": ["yes"],
     "confluent.key.schema.validation": [""],
+    "confluent.value.subject.name.strategy": ["RecordNameStrategy", "x"],
+    "confluent.key.subject.name.strategy": [""],
 }
 
 

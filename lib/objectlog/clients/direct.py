@@ -35,7 +35,8 @@ from objectlog.format.topics import (
     validate_topic_name,
 )
 from objectlog.groups.coordinator import GroupCoordinator
-from objectlog.schemas.settings import SubjectDocuments
+from objectlog.schemas.record_names import RecordNames
+from objectlog.schemas.registry import SchemaRegistry
 from objectlog.schemas.validation import SchemaValidator
 from objectlog.services.append import Appender
 from objectlog.services.delete_records import delete_records
@@ -280,8 +281,11 @@ class ObjectLog:
     def schema_validator(self) -> SchemaValidator:
         """Validated topics' check (schemas.validation), shared by this client's doors."""
         if self._schema_validator is None:
-            subjects = SubjectDocuments(self.items.documents)
-            self._schema_validator = SchemaValidator(subjects, self.clock.now_ms)
+            registry = SchemaRegistry(self.items.schemas, self.items.documents)
+            names = RecordNames(registry)
+            self._schema_validator = SchemaValidator(
+                registry.subject_docs, names, self.clock.now_ms
+            )
         return self._schema_validator
 
     def consumer(self, **options: Any) -> Consumer:

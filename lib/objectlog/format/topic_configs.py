@@ -46,6 +46,11 @@ class Effect:
 
 APPLIED = Effect(True, "objectlog's write path, reads or compactor apply it, as Kafka does")
 OBJECTLOG_OWN = Effect(True, "objectlog's own: the topic's Iceberg table (docs/spark.md)")
+_STRATEGY = "io.confluent.kafka.serializers.subject."  # Confluent's subject name strategies
+TOPIC_NAME_STRATEGY = f"{_STRATEGY}TopicNameStrategy"  # <topic>-value
+RECORD_NAME_STRATEGY = f"{_STRATEGY}RecordNameStrategy"  # <record name>
+TOPIC_RECORD_NAME_STRATEGY = f"{_STRATEGY}TopicRecordNameStrategy"  # <topic>-<record name>
+SUBJECT_STRATEGIES = (TOPIC_NAME_STRATEGY, RECORD_NAME_STRATEGY, TOPIC_RECORD_NAME_STRATEGY)
 SCHEMA_VALIDATION = Effect(
     True,
     "Confluent's broker-side schema ID validation: every door refuses a record whose value "
@@ -292,6 +297,18 @@ SPECS: tuple[TopicConfigSpec, ...] = (
     TopicConfigSpec(
         "confluent.key.schema.validation", BOOLEAN, "false", _boolean, SCHEMA_VALIDATION,
         "Confluent's: the same for keys (<topic>-key); a null key passes.",
+    ),
+    TopicConfigSpec(
+        "confluent.value.subject.name.strategy", STRING, TOPIC_NAME_STRATEGY,
+        one_of(*SUBJECT_STRATEGIES), SCHEMA_VALIDATION,
+        "Confluent's: the subject a value's schema id must be registered under: <topic>-value "
+        "(TopicNameStrategy), the record's name (RecordNameStrategy) or <topic>-<record name> "
+        "(TopicRecordNameStrategy).",
+    ),
+    TopicConfigSpec(
+        "confluent.key.subject.name.strategy", STRING, TOPIC_NAME_STRATEGY,
+        one_of(*SUBJECT_STRATEGIES), SCHEMA_VALIDATION,
+        "Confluent's: the same for keys (<topic>-key by default).",
     ),
     TopicConfigSpec(
         "objectlog.table.enabled", BOOLEAN, "true", _boolean, OBJECTLOG_OWN,

@@ -4,8 +4,12 @@ A topic with ``confluent.value.schema.validation=true`` (or ``...key...``) takes
 if its value (key) carries the registry's wire format (format.schema_ids: magic byte 0 and a
 schema id) with an id registered under the topic's subject, ``<topic>-value`` (``-key``), as
 Confluent's TopicNameStrategy names it. A null value or key passes (a tombstone, a keyless
-record). Versions soft-deleted from the subject still count: records written with them stay
-readable.
+record). ``confluent.value.subject.name.strategy`` (``...key...``) may name the subject by the
+record instead, as Confluent's RecordNameStrategy (the record's full name) and
+TopicRecordNameStrategy (``<topic>-<record name>``) do: the name is read from the schema the
+record's id names (schemas.record_names), once per id, and each record is then checked
+against its own subject. Versions soft-deleted from the subject still count: records written
+with them stay readable.
 
 The ids of a subject are read from its document (one GetItem) and kept for
 ``staleness_ms``; an id not among them reads the subject again once (a schema registered a
@@ -24,8 +28,16 @@ import numpy as np
 import pyarrow as pa
 
 from objectlog.errors import SchemaValidationFailed
-from objectlog.format.schema_ids import framed_ids
-from objectlog.format.topics import KEY_SCHEMA_VALIDATION, VALUE_SCHEMA_VALIDATION, Topic
+from objectlog.format.schema_ids import PREFIX_BYTES, framed_ids
+from objectlog.format.topic_configs import RECORD_NAME_STRATEGY, TOPIC_NAME_STRATEGY
+from objectlog.format.topics import (
+    KEY_SCHEMA_VALIDATION,
+    KEY_SUBJECT_STRATEGY,
+    VALUE_SCHEMA_VALIDATION,
+    VALUE_SUBJECT_STRATEGY,
+    Topic,
+)
+from objectlog.schemas.record_names import RecordNames, RecordNameUnknown
 from objectlog.schemas.settings import SubjectDocuments
 
 STALENESS_MS = 30_000
@@ -43,12 +55,14 @@ class SchemaValidator:
     def __init__(
         self,
         subjects: SubjectDocuments,
+        names: RecordNames,
         now_ms: Callable[[], int],
         *,
         staleness_ms: int = STALENESS_MS,
         miss_interval_ms: int = MISS_INTERVAL_MS,
     ) -> None:
         self.subjects = subjects
+        self.names = names
         self.now_ms = now_ms
         self.staleness_ms = staleness_ms
         self.miss_interval_ms = miss_interval_ms
@@ -61,10 +75,13 @@ class SchemaValidator:
         """Refuse the records (all of them: the caller's batch or request) if any breaks the
         topic's validation: SchemaValidationFailed naming the first and the positions of all."""
         refused: dict[int, str] = {}
-        if topic.config.get(VALUE_SCHEMA_VALIDATION) == "true":
-            refused.update(self._refused(f"{topic.name}-value", "value", values))
-        if topic.config.get(KEY_SCHEMA_VALIDATION) == "true":
-            for row, reason in self._refused(f"{topic.name}-key", "key", keys).items():
+        config = topic.config
+        if config.get(VALUE_SCHEMA_VALIDATION) == "true":
+            strategy = config.get(VALUE_SUBJECT_STRATEGY)
+            refused.update(self._refused(topic.name, "value", strategy, values))
+        if config.get(KEY_SCHEMA_VALIDATION) == "true":
+            strategy = config.get(KEY_SUBJECT_STRATEGY)
+            for row, reason in self._refused(topic.name, "key", strategy, keys).items():
                 refused.setdefault(row, reason)
         if refused:
             rows = sorted(refused)
@@ -76,7 +93,7 @@ class SchemaValidator:
             )
 
     def _refused(
-        self, subject: str, what: str, column: pa.Array | pa.ChunkedArray
+        self, topic: str, what: str, strategy: str, column: pa.Array | pa.ChunkedArray
     ) -> dict[int, str]:
         ids, framed, null = framed_ids(column)
         refused = {
@@ -84,15 +101,43 @@ class SchemaValidator:
             "(magic byte 0 and a 4-byte schema id)"
             for row in np.flatnonzero(~framed & ~null)
         }
-        wanted = set(np.unique(ids[framed]).tolist())
-        if wanted:
-            known = self._ids(subject, wanted)
-            for row in np.flatnonzero(framed & ~np.isin(ids, list(known))):
+        rows = np.flatnonzero(framed)
+        if strategy == TOPIC_NAME_STRATEGY:
+            by_subject = {f"{topic}-{what}": rows} if len(rows) else {}
+        else:
+            by_subject = self._by_record_subject(topic, what, strategy, ids, rows, column, refused)
+        for subject, subject_rows in by_subject.items():
+            known = self._ids(subject, set(np.unique(ids[subject_rows]).tolist()))
+            for row in subject_rows[~np.isin(ids[subject_rows], list(known))]:
                 refused[int(row)] = (
                     f"its {what}'s schema id {int(ids[row])} is not registered under "
                     f"subject {subject!r}"
                 )
         return refused
+
+    def _by_record_subject(
+        self,
+        topic: str,
+        what: str,
+        strategy: str,
+        ids: np.ndarray,
+        rows: np.ndarray,
+        column: pa.Array | pa.ChunkedArray,
+        refused: dict[int, str],
+    ) -> dict[str, np.ndarray]:
+        """The framed rows by the subject their record name gives (RecordNameStrategy: the
+        name; TopicRecordNameStrategy: <topic>-<name>); a row without a name is refused."""
+        grouped: dict[str, list[int]] = {}
+        for row in rows.tolist():
+            value = column[row].as_py()
+            try:
+                name = self.names.record_name(int(ids[row]), value[PREFIX_BYTES:])
+            except RecordNameUnknown as e:
+                refused[row] = f"its {what}: {e}"
+                continue
+            subject = name if strategy == RECORD_NAME_STRATEGY else f"{topic}-{name}"
+            grouped.setdefault(subject, []).append(row)
+        return {subject: np.array(found) for subject, found in grouped.items()}
 
     def _ids(self, subject: str, wanted: set[int]) -> frozenset[int]:
         """The subject's ids: cached while fresh; read again when stale, when an id is wanted
