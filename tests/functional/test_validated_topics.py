@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -189,3 +190,66 @@ def test_protobuf_records_are_named_by_their_message_indexes(log: ObjectLog) -> 
     with pytest.raises(SchemaValidationFailed, match=r"subject 'shop\.Refund'"):
         futures[2].result()
     producer.close()
+
+
+def test_ids_in_headers_are_validated_too(log: ObjectLog, api: str, agent: AgentThread) -> None:
+    """confluent-kafka 2.16 can carry the schema's guid in a __value_schema_id header (magic
+    byte 1) instead of the payload's prefix: such records are checked by the guid's id."""
+    from confluent_kafka import KafkaError, Producer, SerializingProducer
+    from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+
+    log.create_topic("audited", config={"confluent.value.schema.validation": "true"})
+    client = SchemaRegistryClient({"url": f"{api}/schema-registry"})
+    serializer = AvroSerializer(
+        client, NAME, conf={"schema.id.serializer": header_schema_id_serializer}
+    )
+    producer = SerializingProducer(
+        {"bootstrap.servers": agent.address, "value.serializer": serializer}
+    )
+    errors: list[Any] = []
+    deliver = errors.append
+    producer.produce("audited", value={"n": 7}, headers=[], on_delivery=lambda e, m: deliver(e))
+    producer.flush(10)
+    assert errors == [None]
+    (record,) = log.fetch("audited", 0, 0).records
+    assert dict(record.headers)["__value_schema_id"][0] == 1  # magic byte 1: a guid follows
+    raw = Producer({"bootstrap.servers": agent.address})
+    unknown_guid = b"\x01" + bytes(16)
+    raw.produce(
+        "audited",
+        value=b"\x0e",
+        headers=[("__value_schema_id", unknown_guid)],
+        on_delivery=lambda e, m: errors.append(e),
+    )
+    raw.flush(10)
+    assert errors[1].code() == KafkaError.INVALID_RECORD
+    assert len(log.fetch("audited", 0, 0).records) == 1
+
+
+def test_the_library_and_the_http_api_read_ids_in_headers(
+    log: ObjectLog, ids: dict[str, int], api: str
+) -> None:
+    registry = SchemaRegistry(log.items.schemas, log.items.documents)
+    guid = registry.schema_by_id(ids["good"]).guid
+    other_guid = registry.schema_by_id(ids["other"]).guid
+    header = ("__value_schema_id", b"\x01" + uuid.UUID(guid).bytes)
+    stray = ("__value_schema_id", b"\x01" + uuid.UUID(other_guid).bytes)
+    producer = log.producer()
+    taken = producer.send(TOPIC, value=b"\x02", headers=[header])
+    refused = producer.send(TOPIC, value=b"\x02", headers=[stray])
+    producer.flush()
+    assert taken.result().offset == 0
+    with pytest.raises(SchemaValidationFailed, match="not registered under"):
+        refused.result()
+    producer.close()
+
+    def record(pair: tuple[str, bytes]) -> dict[str, Any]:
+        encoded = base64.b64encode(pair[1]).decode()
+        return {"value": "Ag==", "headers": [{"key": pair[0], "value": encoded}]}
+
+    answer = requests.post(
+        f"{api}/topics/{TOPIC}/records", json={"records": [record(header), record(stray)]}
+    )
+    assert answer.status_code == 422 and "record 1" in answer.json()["message"]
+    assert stored(log) == [b"\x02"]

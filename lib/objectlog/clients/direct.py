@@ -203,9 +203,11 @@ class ObjectLog:
     def forget_topic(self, name: str) -> None:
         self._topics.forget(name)
 
-    def check_schemas(self, topic: Topic, keys: pa.Array, values: pa.Array) -> None:
+    def check_schemas(
+        self, topic: Topic, keys: pa.Array, values: pa.Array, headers: pa.Array | None
+    ) -> None:
         if topic.config.schema_validated:  # no validator, no work, for the others
-            self.schema_validator.check(topic, keys, values)
+            self.schema_validator.check(topic, keys, values, headers)
 
     def describe_topic(self, name: str) -> TopicDescription:
         topic = self.topic(name, fresh=True)

@@ -174,7 +174,9 @@ class HttpObjectLog:
     def forget_topic(self, name: str) -> None:
         self._topics.forget(name)
 
-    def check_schemas(self, topic: Topic, keys: pa.Array, values: pa.Array) -> None:
+    def check_schemas(
+        self, topic: Topic, keys: pa.Array, values: pa.Array, headers: pa.Array | None
+    ) -> None:
         """Nothing here: the HTTP API checks each request's records against the registry
         when they arrive, and refuses the request (422, SchemaValidationFailed)."""
 

@@ -90,7 +90,9 @@ class ProducerHost(Protocol):
 
     def new_appender(self, *, compression: str = "none") -> BatchAppender: ...
 
-    def check_schemas(self, topic: Topic, keys: pa.Array, values: pa.Array) -> None:
+    def check_schemas(
+        self, topic: Topic, keys: pa.Array, values: pa.Array, headers: pa.Array | None
+    ) -> None:
         """Refuse records a validated topic would refuse (SchemaValidationFailed)."""
 
 
@@ -310,7 +312,7 @@ class Producer:
                 explicit,
                 lambda _: self.sticky.partition(info.name, info.partitions),
             )
-        self.log.check_schemas(info, columns.keys, columns.values)  # one refused: the table
+        self.log.check_schemas(info, columns.keys, columns.values, columns.headers)  # all or none
         groups = table_batches(info, columns, partitions, self.clock.now_ms())
         outcomes = self._commit(self.appender.stage([batch for _, batch in groups]))
         offsets = np.empty(len(columns), dtype=np.int64)

@@ -26,6 +26,7 @@ from objectlog.errors import (
     UnsupportedContentType,
 )
 from objectlog.format.records import check_key, check_record_size, record_size
+from objectlog.format.segment import HEADER_TYPE
 from objectlog.format.topics import PartitionInfo, TopicDescription, validate_topic_name
 from objectlog.http.idempotency import HEADER as IDEMPOTENCY_HEADER
 from objectlog.http.idempotency import IdempotentRunner, Landed, Outcome, Produce
@@ -323,7 +324,9 @@ def produce_and_wait(
         info.config.schema_validated
     ):  # a validated topic: every record's schema id, before any is sent
         keys = pa.array([r["key"] for r in records], pa.binary())
-        log.schema_validator.check(info, keys, pa.array([r["value"] for r in records], pa.binary()))
+        values = pa.array([r["value"] for r in records], pa.binary())
+        headers = pa.array([r.get("headers") or [] for r in records], HEADER_TYPE)
+        log.schema_validator.check(info, keys, values, headers)
     producer = services.producer
     retries_before = producer.stats.commit_retries
     futures = {

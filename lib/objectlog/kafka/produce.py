@@ -85,7 +85,8 @@ class ProduceApi:
         check_keys(topic, table.column("key"))  # refuses the partition's batch, as Kafka does
         if topic.config.schema_validated:  # the same: a schema id the topic's subject lacks
             check = self.ctx.log.schema_validator.check
-            await self.ctx.call(check, topic, table.column("key"), table.column("value"))
+            columns = [table.column(name) for name in ("key", "value", "headers")]
+            await self.ctx.call(check, topic, *columns)
         if len(decoded) > 1:  # positions run on across the batches
             table = table.set_column(
                 table.schema.get_field_index("offset"),

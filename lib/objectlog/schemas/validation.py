@@ -21,11 +21,13 @@ permanently deleted version is refused once the staleness has passed.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from objectlog.errors import SchemaValidationFailed
 from objectlog.format.schema_ids import PREFIX_BYTES, framed_ids
@@ -40,6 +42,8 @@ from objectlog.format.topics import (
 from objectlog.schemas.record_names import RecordNames, RecordNameUnknown
 from objectlog.schemas.settings import SubjectDocuments
 
+VALUE_ID_HEADER, KEY_ID_HEADER = "__value_schema_id", "__key_schema_id"  # Confluent's
+HEADER_MAGIC_BYTE = 1  # a schema id header: magic byte 1, then the schema's 16-byte guid
 STALENESS_MS = 30_000
 MISS_INTERVAL_MS = 1_000
 
@@ -67,10 +71,16 @@ class SchemaValidator:
         self.staleness_ms = staleness_ms
         self.miss_interval_ms = miss_interval_ms
         self._known: dict[str, _Known] = {}
+        self._guids: dict[str, int] = {}
+        self._missing_guids: dict[str, int] = {}  # guid -> when it was last not found
         self._lock = threading.Lock()
 
     def check(
-        self, topic: Topic, keys: pa.Array | pa.ChunkedArray, values: pa.Array | pa.ChunkedArray
+        self,
+        topic: Topic,
+        keys: pa.Array | pa.ChunkedArray,
+        values: pa.Array | pa.ChunkedArray,
+        headers: pa.Array | pa.ChunkedArray | None = None,
     ) -> None:
         """Refuse the records (all of them: the caller's batch or request) if any breaks the
         topic's validation: SchemaValidationFailed naming the first and the positions of all."""
@@ -78,10 +88,12 @@ class SchemaValidator:
         config = topic.config
         if config.get(VALUE_SCHEMA_VALIDATION) == "true":
             strategy = config.get(VALUE_SUBJECT_STRATEGY)
-            refused.update(self._refused(topic.name, "value", strategy, values))
+            carried = self._header_ids(VALUE_ID_HEADER, headers)
+            refused.update(self._refused(topic.name, "value", strategy, values, carried))
         if config.get(KEY_SCHEMA_VALIDATION) == "true":
             strategy = config.get(KEY_SUBJECT_STRATEGY)
-            for row, reason in self._refused(topic.name, "key", strategy, keys).items():
+            carried = self._header_ids(KEY_ID_HEADER, headers)
+            for row, reason in self._refused(topic.name, "key", strategy, keys, carried).items():
                 refused.setdefault(row, reason)
         if refused:
             rows = sorted(refused)
@@ -93,19 +105,38 @@ class SchemaValidator:
             )
 
     def _refused(
-        self, topic: str, what: str, strategy: str, column: pa.Array | pa.ChunkedArray
+        self,
+        topic: str,
+        what: str,
+        strategy: str,
+        column: pa.Array | pa.ChunkedArray,
+        carried: dict[int, tuple[int | None, bytes]],
     ) -> dict[int, str]:
+        """Why each refused row is refused. carried: the rows whose schema id is in a header
+        (None: a guid no schema has), with the header's bytes after the guid."""
         ids, framed, null = framed_ids(column)
-        refused = {
-            int(row): f"its {what} does not carry the Schema Registry's wire format "
-            "(magic byte 0 and a 4-byte schema id)"
+        refused: dict[int, str] = {}
+        for row, (schema_id, _) in carried.items():
+            if schema_id is None:
+                refused[row] = f"its {what}'s schema id header names a guid no schema has"
+            else:
+                ids[row], framed[row] = schema_id, True
+        refused.update(
+            (
+                int(row),
+                f"its {what} does not carry the Schema Registry's wire format (magic byte 0 and "
+                "a 4-byte schema id, or a schema id header)",
+            )
             for row in np.flatnonzero(~framed & ~null)
-        }
+            if int(row) not in refused
+        )
         rows = np.flatnonzero(framed)
         if strategy == TOPIC_NAME_STRATEGY:
             by_subject = {f"{topic}-{what}": rows} if len(rows) else {}
         else:
-            by_subject = self._by_record_subject(topic, what, strategy, ids, rows, column, refused)
+            by_subject = self._by_record_subject(
+                topic, what, strategy, ids, rows, column, carried, refused
+            )
         for subject, subject_rows in by_subject.items():
             known = self._ids(subject, set(np.unique(ids[subject_rows]).tolist()))
             for row in subject_rows[~np.isin(ids[subject_rows], list(known))]:
@@ -123,21 +154,59 @@ class SchemaValidator:
         ids: np.ndarray,
         rows: np.ndarray,
         column: pa.Array | pa.ChunkedArray,
+        carried: dict[int, tuple[int | None, bytes]],
         refused: dict[int, str],
     ) -> dict[str, np.ndarray]:
         """The framed rows by the subject their record name gives (RecordNameStrategy: the
         name; TopicRecordNameStrategy: <topic>-<name>); a row without a name is refused."""
         grouped: dict[str, list[int]] = {}
         for row in rows.tolist():
-            value = column[row].as_py()
+            indexes = carried[row][1] if row in carried else column[row].as_py()[PREFIX_BYTES:]
             try:
-                name = self.names.record_name(int(ids[row]), value[PREFIX_BYTES:])
+                name = self.names.record_name(int(ids[row]), indexes)
             except RecordNameUnknown as e:
                 refused[row] = f"its {what}: {e}"
                 continue
             subject = name if strategy == RECORD_NAME_STRATEGY else f"{topic}-{name}"
             grouped.setdefault(subject, []).append(row)
         return {subject: np.array(found) for subject, found in grouped.items()}
+
+    def _header_ids(
+        self, name: str, headers: pa.Array | pa.ChunkedArray | None
+    ) -> dict[int, tuple[int | None, bytes]]:
+        """The rows with a schema id header (Confluent's __value_schema_id: magic byte 1, a
+        16-byte guid, then a Protobuf record's message indexes): the id the guid names (None
+        if none), and the bytes after the guid. Only rows that have headers are looked at."""
+        if headers is None:
+            return {}
+        if isinstance(headers, pa.ChunkedArray):
+            headers = headers.combine_chunks()
+        lengths = pc.fill_null(pc.list_value_length(headers), 0).to_numpy(zero_copy_only=False)
+        carried: dict[int, tuple[int | None, bytes]] = {}
+        for row in np.flatnonzero(lengths).tolist():
+            for key, value in ((h["key"], h["value"]) for h in headers[row].as_py()):
+                if key == name and value and value[0] == HEADER_MAGIC_BYTE and len(value) >= 17:
+                    guid = str(uuid.UUID(bytes=value[1:17]))
+                    carried[row] = (self._id_of_guid(guid), value[17:])
+        return carried
+
+    def _id_of_guid(self, guid: str) -> int | None:
+        """The id a guid names: kept once found (it never changes); a guid not found is read
+        again only after the miss interval, so bad headers cost no read per record."""
+        now = self.now_ms()
+        with self._lock:
+            if guid in self._guids:
+                return self._guids[guid]
+            missed = self._missing_guids.get(guid)
+        if missed is not None and now - missed < self.miss_interval_ms:
+            return None
+        schema_id = self.names.registry.store.id_by_guid(guid)
+        with self._lock:
+            if schema_id is None:
+                self._missing_guids[guid] = now
+            else:
+                self._guids[guid] = schema_id
+        return schema_id
 
     def _ids(self, subject: str, wanted: set[int]) -> frozenset[int]:
         """The subject's ids: cached while fresh; read again when stale, when an id is wanted

@@ -141,7 +141,7 @@ def refuse_rows(
 
 
 def refuse_unvalidated(
-    check: Callable[[Topic, pa.Array, pa.Array], None],
+    check: Callable[[Topic, pa.Array, pa.Array, pa.Array | None], None],
     info: Topic,
     columns: RecordColumns,
     rows: np.ndarray,
@@ -152,7 +152,8 @@ def refuse_unvalidated(
     if not info.config.schema_validated:
         return rows
     try:
-        check(info, columns.keys.take(rows), columns.values.take(rows))
+        headers = None if columns.headers is None else columns.headers.take(rows)
+        check(info, columns.keys.take(rows), columns.values.take(rows), headers)
     except SchemaValidationFailed as e:
         refused = rows[list(e.records)]
         errors.update(dict.fromkeys(refused.tolist(), e))
