@@ -441,6 +441,36 @@ def exercise_api(
     )
     assert rest_proxy.status_code == 200, rest_proxy.text
     rest_proxy_session(signed, url)
+    schema_registry_session(signed, url)
+
+
+def schema_registry_session(signed: Any, url: str) -> None:
+    """The Schema Registry's routes, signed: every type registered (Protobuf's compiler runs
+    in the function), looked up, read by id, tested, configured and deleted."""
+    registry = f"{url}/schema-registry"
+    media = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+
+    def call(method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body)
+        response = signed.request(method, registry + path, data=data, headers=media, timeout=30)
+        assert response.status_code < 300, f"{method} {path}: {response.text}"
+        return response.json()
+
+    schemas = {
+        "AVRO": '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}',
+        "JSON": '{"type":"object","properties":{"a":{"type":"integer"}}}',
+        "PROTOBUF": 'syntax = "proto3"; message R { int32 a = 1; }',
+    }
+    for kind, text in schemas.items():
+        body = {"schema": text, "schemaType": kind}
+        registered = call("POST", f"/subjects/{kind.lower()}-value/versions", body)
+        assert call("POST", f"/subjects/{kind.lower()}-value", body)["id"] == registered["id"]
+        assert call("GET", f"/schemas/ids/{registered['id']}")["schema"]
+    tested = call("POST", "/compatibility/subjects/avro-value/versions/latest", {"schema": '"int"'})
+    assert tested == {"is_compatible": False}
+    assert call("PUT", "/config/avro-value", {"compatibility": "NONE"}) == {"compatibility": "NONE"}
+    assert call("GET", "/subjects") == ["avro-value", "json-value", "protobuf-value"]
+    assert call("DELETE", "/subjects/avro-value") == [1]
 
 
 def rest_proxy_session(signed: Any, url: str) -> None:
