@@ -4,6 +4,10 @@
     bytes 1-4   the schema id, a big-endian int32
     bytes 5-    the payload (Protobuf: its message indexes first, then the message)
 
+Protobuf's message indexes: a zigzag varint count, then that many zigzag varint indexes
+(into the file's messages, then into each one's nested messages); a count of 0 (a single 0
+byte) is the first message, [0].
+
 Read for a whole column at once (pyarrow compute, no Python object per record).
 """
 
@@ -15,6 +19,7 @@ import pyarrow.compute as pc
 
 MAGIC_BYTE = 0
 PREFIX_BYTES = 5
+MAX_MESSAGE_INDEXES = 100  # nesting deeper than this is not a schema anyone writes
 NOT_FRAMED = b"\x01\x00\x00\x00\x00"  # what an unframed value reads as: not the magic byte
 
 
@@ -32,3 +37,28 @@ def framed_ids(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     framed = raw[:, 0] == MAGIC_BYTE
     ids = raw[:, 1:].copy().view(">u4").reshape(-1).astype(np.int64)
     return ids, framed & ~null, null
+
+
+def message_indexes(payload: bytes) -> tuple[list[int], int]:
+    """The message indexes a Protobuf payload opens with, and how many bytes they took;
+    ValueError if they are cut short or out of reason."""
+    position = 0
+
+    def varint() -> int:
+        nonlocal position
+        shift = result = 0
+        while True:
+            if position >= len(payload) or shift > 63:
+                raise ValueError("its Protobuf message indexes are cut short")
+            byte = payload[position]
+            position += 1
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return (result >> 1) ^ -(result & 1)  # zigzag
+            shift += 7
+
+    count = varint()
+    if not 0 <= count <= MAX_MESSAGE_INDEXES:
+        raise ValueError(f"its Protobuf message index count {count} is not valid")
+    indexes = [varint() for _ in range(count)] or [0]
+    return indexes, position

@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 from objectlog.errors import ObjectLogError
+from objectlog.format.schema_ids import message_indexes
 from objectlog.schemas.registry import SchemaRegistry
 from objectlog.schemas.types import AVRO, JSON, PROTOBUF
 
@@ -40,7 +41,11 @@ class RecordNames:
         namer = self._namer(schema_id)
         if isinstance(namer, str):
             return namer
-        return _message_name(namer, _message_indexes(payload))
+        try:
+            indexes, _ = message_indexes(payload)
+        except ValueError as e:
+            raise RecordNameUnknown(str(e)) from None
+        return _message_name(namer, indexes)
 
     def _namer(self, schema_id: int) -> Any:
         with self._lock:
@@ -80,29 +85,6 @@ def _avro_name(schema: Any) -> str:
     if isinstance(schema, dict) and isinstance(schema.get("type"), str):
         return str(schema["type"])  # a primitive with attributes, or an array or map
     raise RecordNameUnknown("an Avro union has no record name")
-
-
-def _message_indexes(payload: bytes) -> list[int]:
-    """Confluent's message indexes at the start of a Protobuf payload."""
-    position = 0
-
-    def varint() -> int:
-        nonlocal position
-        shift = result = 0
-        while True:
-            if position >= len(payload) or shift > 63:
-                raise RecordNameUnknown("its Protobuf message indexes are cut short")
-            byte = payload[position]
-            position += 1
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return (result >> 1) ^ -(result & 1)  # zigzag
-            shift += 7
-
-    count = varint()
-    if count < 0 or count > 100:
-        raise RecordNameUnknown(f"its Protobuf message index count {count} is not valid")
-    return [varint() for _ in range(count)] or [0]
 
 
 def _message_name(file: Any, indexes: list[int]) -> str:
