@@ -394,3 +394,32 @@ class RegistryBusy(SchemaRegistryError):
 
     kind = ErrorKind.RETRIABLE
     code, status = 50001, 503
+
+
+class SchemaMismatch(ObjectLogError):
+    """A key or value does not fit its schema (the message says where); nothing was written."""
+
+    kind = ErrorKind.UNPROCESSABLE
+
+
+class UndecodableRecord(ObjectLogError):
+    """Stored bytes are not in the wire format of a schema the registry holds."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class SchemaFormatRefused(ObjectLogError):
+    """A schema-format produce REST Proxy refuses with 422 and the sub-code ``code``: a schema
+    missing, invalid, incompatible or not found; nothing was stored."""
+
+    kind = ErrorKind.UNPROCESSABLE
+
+    def __init__(self, message: str, code: int, *, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.code = code
+
+
+class AnswerTooLarge(ObjectLogError):
+    """The records read make an answer larger than a function may give; nothing moved."""
+
+    kind = ErrorKind.TOO_LARGE

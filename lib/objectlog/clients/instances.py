@@ -42,7 +42,7 @@ from objectlog.stores.documents import ABSENT
 from objectlog.stores.groups import TopicPartition
 
 KIND = "rest-consumer"
-FORMATS = ("binary", "json")
+FORMATS = ("binary", "json", "avro", "jsonschema", "protobuf")  # REST Proxy's embedded formats
 DEFAULT_REQUEST_TIMEOUT_MS = 1_000  # REST Proxy's consumer.request.timeout.ms
 MAX_REQUEST_TIMEOUT_MS = 20_000  # a read must answer within API Gateway's 30 s
 MIN_INSTANCE_TIMEOUT_MS = 1_000

@@ -3,7 +3,9 @@
 Handlers translate between REST Proxy's requests and objectlog.clients.instances, where
 instances live (state in DynamoDB, group members, expiry). Bodies are REST Proxy's own JSON
 (Content-Type application/vnd.kafka.v2+json), parsed here by the models below; their schemas are
-in the OpenAPI document so the fuzz run sends them.
+in the OpenAPI document so the fuzz run sends them. Records are answered in the instance's
+embedded format: base64 (binary), JSON (json), or decoded from the Schema Registry's wire
+format with the writer's schema (avro, jsonschema, protobuf: objectlog.schemas.serde).
 """
 
 from __future__ import annotations
@@ -18,11 +20,19 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from objectlog.clients.instances import ConsumerInstances
-from objectlog.errors import InvalidConsumerConfig, NotAcceptable, RecordNotJson
+from objectlog.errors import (
+    AnswerTooLarge,
+    InvalidConsumerConfig,
+    NotAcceptable,
+    RecordNotJson,
+    UndecodableRecord,
+)
 from objectlog.format.records import Record
 from objectlog.groups.values import OffsetAndMetadata
 from objectlog.http import rest_proxy
 from objectlog.http.routes import Services, parse_model
+from objectlog.schemas import serde
+from objectlog.schemas.registry import SchemaRegistry
 from objectlog.stores.groups import TopicPartition
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -32,6 +42,11 @@ TAGS = ["REST Proxy v2 consumers"]
 # A read's answer must fit Lambda's 6 MB response: base64 makes 3 MiB of keys and values 4 MiB,
 # and each record's JSON (topic name, offsets) is at most about 350 bytes more.
 MAX_READ_BYTES = 3 << 20
+# The schema formats' JSON is larger than the bytes read (Avro's bytes as escaped strings,
+# Protobuf's fields at their defaults), so a read asking for one of them reads less; an answer
+# past MAX_ANSWER_BYTES all the same is refused before any position moves.
+MAX_SCHEMA_READ_BYTES = 1 << 20
+MAX_ANSWER_BYTES = 5_500_000
 MAX_READ_RECORDS = 5_000
 PARTITION = Field(ge=0, le=2**31 - 1)
 OFFSET = Field(ge=0, le=2**63 - 1)
@@ -168,11 +183,16 @@ def consumers_router(services: Services) -> Router:
         instances().seek_to_end(group, instance, partitions)
         return answer(204)
 
+    def render(format_: str, records: list[Record]) -> Response[Any]:
+        if format_ in rest_proxy.SCHEMA_FORMATS:
+            return _render_records(format_, records, services.registry)
+        return _render_records(format_, records)
+
     @router.get(
         f"{INSTANCE}/records",
         **_doc(
-            "read records: Accept application/vnd.kafka.binary.v2+json or "
-            "application/vnd.kafka.json.v2+json, the instance's format"
+            "read records: Accept application/vnd.kafka.{binary,json,avro,jsonschema,protobuf}"
+            ".v2+json, the instance's format"
         ),
     )
     def records(
@@ -186,11 +206,12 @@ def consumers_router(services: Services) -> Router:
         ] = None,
     ) -> Response[Any]:
         wanted = _accepted_format(router.current_event.headers.get("accept"))
-        limit = min(max_bytes or MAX_READ_BYTES, MAX_READ_BYTES)
+        most = MAX_SCHEMA_READ_BYTES if wanted in rest_proxy.SCHEMA_FORMATS else MAX_READ_BYTES
+        limit = min(max_bytes or most, most)
         return instances().records(
             group,
             instance,
-            _render_records,
+            render,
             format_=wanted,
             timeout_ms=timeout,
             max_bytes=limit,
@@ -229,12 +250,6 @@ def consumers_router(services: Services) -> Router:
 
 def _settings(request: CreateConsumer) -> dict[str, Any]:
     """InstanceSettings' arguments from REST Proxy's create request."""
-    if request.format in rest_proxy.SCHEMA_FORMATS:
-        raise InvalidConsumerConfig(
-            f"format {request.format}: the schema formats (avro, jsonschema, protobuf) need a "
-            "schema registry, which objectlog does not offer; use binary or json",
-            field="format",
-        )
     given: dict[str, Any] = {
         "format": request.format,
         "auto_offset_reset": request.auto_offset_reset,
@@ -284,25 +299,36 @@ def _accepted_format(accept: str | None) -> str | None:
     for wanted in (rest_proxy.media_type(part) for part in (accept or "").split(",")):
         if wanted in rest_proxy.EMBEDDED_FORMATS:
             return rest_proxy.EMBEDDED_FORMATS[wanted]
-        if rest_proxy.is_schema_format(wanted):
-            raise NotAcceptable(
-                f"Accept {wanted}: the schema formats need a schema registry, which objectlog "
-                f"does not offer; ask for {rest_proxy.BINARY} or {rest_proxy.JSON}",
-                field="accept",
-            )
         if wanted in (*rest_proxy.RESPONSE_TYPES, "*/*", "application/*", ""):
             return None
     raise NotAcceptable(
-        f"Accept {accept!r}: records are answered as {rest_proxy.BINARY} or {rest_proxy.JSON}",
+        f"Accept {accept!r}: records are answered as application/vnd.kafka."
+        f"{{binary,json,{','.join(rest_proxy.SCHEMA_FORMATS)}}}.v2+json",
         field="accept",
     )
 
 
-def _render_records(format_: str, records: list[Record]) -> Response[Any]:
-    render = _binary_record if format_ == "binary" else _json_record
-    body = json.dumps([render(r) for r in records], ensure_ascii=False)
-    content_type = rest_proxy.BINARY if format_ == "binary" else rest_proxy.JSON
-    return Response(200, content_type, body)
+def _render_records(
+    format_: str, records: list[Record], registry: SchemaRegistry | None = None
+) -> Response[Any]:
+    if format_ == "binary":
+        answered = [_binary_record(r) for r in records]
+    elif format_ == "json":
+        answered = [_json_record(r) for r in records]
+    else:
+        assert registry is not None
+        schema_type = rest_proxy.SCHEMA_FORMATS[format_]
+        answered = [_schema_record(r, format_, schema_type, registry) for r in records]
+    body = json.dumps(answered, ensure_ascii=False)
+    # a character is at most 4 UTF-8 bytes: most answers are measured without encoding them
+    if len(body) > MAX_ANSWER_BYTES // 4 and len(body.encode()) > MAX_ANSWER_BYTES:
+        raise AnswerTooLarge(
+            f"the {len(records)} records read make an answer of more than {MAX_ANSWER_BYTES} "
+            "bytes, more than a function can answer: read again with a smaller max_bytes (a "
+            "single record this large: with a binary consumer instance)",
+            field="max_bytes",
+        )
+    return Response(200, rest_proxy.format_media_type(format_), body)
 
 
 def _binary_record(record: Record) -> dict[str, Any]:
@@ -323,6 +349,41 @@ def _json_record(record: Record) -> dict[str, Any]:
         "partition": record.partition,
         "offset": record.offset,
     }
+
+
+def _schema_record(
+    record: Record, format_: str, schema_type: str, registry: SchemaRegistry
+) -> dict[str, Any]:
+    return {
+        "topic": record.topic,
+        "key": _decoded(record, "key", record.key, format_, schema_type, registry),
+        "value": _decoded(record, "value", record.value, format_, schema_type, registry),
+        "partition": record.partition,
+        "offset": record.offset,
+    }
+
+
+def _decoded(
+    record: Record,
+    name: str,
+    data: bytes | None,
+    format_: str,
+    schema_type: str,
+    registry: SchemaRegistry,
+) -> Any:
+    """A key or value decoded with the schema its wire-format prefix names; a record that
+    cannot be fails the whole read, as REST Proxy's deserializer fails its poll."""
+    if data is None:
+        return None
+    try:
+        return serde.decode(registry, data, schema_type)
+    except UndecodableRecord as e:
+        raise UndecodableRecord(
+            f"the {name} of {record.topic}/{record.partition} at offset {record.offset} cannot "
+            f"be read as {format_}: {e.message}; read it with a binary consumer instance, or "
+            "seek past it",
+            field=name,
+        ) from None
 
 
 def _json_field(record: Record, name: str, data: bytes | None) -> Any:

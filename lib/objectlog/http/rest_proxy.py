@@ -1,10 +1,11 @@
 """Confluent REST Proxy v2 under its own base path, /kafka (DESIGN.md section 13).
 
 REST Proxy clients are configured with ``<api>/kafka`` as their base URL and send what REST
-Proxy's documentation shows: produce in the binary and JSON embedded formats, topic and
-partition metadata in its shapes, its error bodies (``error_code``, ``message``). objectlog's
-own routes and their JSON are untouched. Formats that need a schema registry (avro,
-jsonschema, protobuf) answer 415.
+Proxy's documentation shows: produce in the binary and JSON embedded formats and in the schema
+formats (avro, jsonschema, protobuf: keys and values encoded by objectlog.schemas.serde with
+schemas of objectlog's registry, registered under the topic's subjects as REST Proxy registers
+them), topic and partition metadata in its shapes, its error bodies (``error_code``,
+``message``). objectlog's own routes and their JSON are untouched.
 """
 
 from __future__ import annotations
@@ -23,30 +24,56 @@ from objectlog.errors import (
     ErrorKind,
     InvalidConsumerConfig,
     InvalidRequest,
+    InvalidSchema,
     NotAcceptable,
     ObjectLogError,
     RecordNotJson,
+    SchemaFormatRefused,
+    SchemaMismatch,
+    SchemaRegistryError,
     TopicNotFound,
+    UndecodableRecord,
     UnknownPartition,
     UnsupportedContentType,
 )
-from objectlog.format.topics import PartitionInfo, TopicDescription, check_partition
+from objectlog.format.topics import (
+    PartitionInfo,
+    TopicDescription,
+    check_partition,
+    validate_topic_name,
+)
 from objectlog.http.models import MAX_RECORDS_PER_REQUEST, b64decode, rest_proxy_produce_response
 from objectlog.http.routes import Services, parse_model, produce_and_wait
+from objectlog.schemas import serde
+from objectlog.schemas.registry import SchemaInput, SchemaRegistry
+from objectlog.schemas.types import AVRO, PROTOBUF
+from objectlog.schemas.types import JSON as JSON_SCHEMA
+from objectlog.stores.schemas import StoredSchema
 
 BASE = "/kafka"
 V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"
 JSON = "application/vnd.kafka.json.v2+json"
-EMBEDDED_FORMATS = {BINARY: "binary", JSON: "json"}
-SCHEMA_FORMATS = ("avro", "jsonschema", "protobuf")  # need a schema registry: not offered
+# the schema formats, by the registry's name of the schema type each takes
+SCHEMA_FORMATS = {"avro": AVRO, "jsonschema": JSON_SCHEMA, "protobuf": PROTOBUF}
+EMBEDDED_FORMATS = {
+    BINARY: "binary",
+    JSON: "json",
+    **{f"application/vnd.kafka.{name}.v2+json": name for name in SCHEMA_FORMATS},
+}
 RESPONSE_TYPES = (V2, "application/vnd.kafka+json", "application/json")
-REQUEST_TYPES = (BINARY, JSON, V2, "application/vnd.kafka+json", "application/json")
+REQUEST_TYPES = (*EMBEDDED_FORMATS, V2, "application/vnd.kafka+json", "application/json")
 
-# REST Proxy's error codes: the HTTP status, or the status and a sub-code where it has one.
+# REST Proxy's error codes: the HTTP status, or the status and a sub-code where it has one
+# (kafka-rest's Errors.java).
 TOPIC_NOT_FOUND = 40401
 PARTITION_NOT_FOUND = 40402
 INVALID_REQUEST = 42201
+KEY_SCHEMA_MISSING = 42201
+VALUE_SCHEMA_MISSING = 42202
+JSON_CONVERSION = 42203  # a key or value that does not fit its schema
+INVALID_SCHEMA = 42205
+SCHEMA_LOOKUP = 42207  # a schema registration or lookup that failed ("Error serializing message")
 _SUB_CODES: tuple[tuple[type[ObjectLogError], int], ...] = (
     (TopicNotFound, TOPIC_NOT_FOUND),
     (UnknownPartition, PARTITION_NOT_FOUND),
@@ -54,12 +81,16 @@ _SUB_CODES: tuple[tuple[type[ObjectLogError], int], ...] = (
     (ConsumerFormatMismatch, 40601),
     (ConsumerInstanceExists, 40902),
     (RecordNotJson, 40903),  # REST Proxy's "illegal state"
+    (UndecodableRecord, 40903),
+    (SchemaMismatch, JSON_CONVERSION),
     (InvalidConsumerConfig, 42204),
 )
 
 
 def error_code(error: ObjectLogError) -> int:
     """REST Proxy's error_code for an objectlog error."""
+    if isinstance(error, SchemaFormatRefused):
+        return error.code
     for error_type, code in _SUB_CODES:
         if isinstance(error, error_type):
             return code
@@ -80,10 +111,14 @@ class ProduceRecord(BaseModel):
 
 
 class ProduceBody(BaseModel):
-    """REST Proxy v2's produce body; key_schema and value_schema belong to the schema formats,
-    which are refused before this is parsed."""
+    """REST Proxy v2's produce body; the schemas (as text, or the id of one the registry holds)
+    belong to the schema formats, and the binary and json formats ignore them."""
 
     model_config = ConfigDict(extra="ignore")
+    key_schema: str | None = None
+    key_schema_id: int | None = None
+    value_schema: str | None = None
+    value_schema_id: int | None = None
     records: list[ProduceRecord] = Field(min_length=1, max_length=MAX_RECORDS_PER_REQUEST)
 
 
@@ -92,25 +127,20 @@ def media_type(header: str | None) -> str:
     return (header or "").split(";")[0].strip().lower()
 
 
-def is_schema_format(media: str) -> bool:
-    """Whether a media type names one of the schema formats (avro, jsonschema, protobuf)."""
-    return any(f"vnd.kafka.{name}." in media for name in SCHEMA_FORMATS)
+def format_media_type(format_: str) -> str:
+    """The v2 media type of an embedded format: application/vnd.kafka.avro.v2+json."""
+    return f"application/vnd.kafka.{format_}.v2+json"
 
 
 def embedded_format(content_type: str | None) -> str:
-    """binary or json for a produce Content-Type; 415 for anything else."""
+    """The embedded format of a produce Content-Type (binary, json, avro, jsonschema,
+    protobuf); 415 for anything else."""
     given = media_type(content_type)
     if given in EMBEDDED_FORMATS:
         return EMBEDDED_FORMATS[given]
-    if is_schema_format(given):
-        raise UnsupportedContentType(
-            f"{given}: the schema formats (avro, jsonschema, protobuf) need a schema "
-            f"registry, which objectlog does not offer; send {BINARY} or {JSON}",
-            field="content-type",
-        )
     raise UnsupportedContentType(
-        f"Content-Type {given or '(none)'} is not a REST Proxy v2 embedded format; "
-        f"send {BINARY} or {JSON}",
+        f"Content-Type {given or '(none)'} is not a REST Proxy v2 embedded format; send "
+        f"application/vnd.kafka.{{binary,json,{','.join(SCHEMA_FORMATS)}}}.v2+json",
         field="content-type",
     )
 
@@ -148,6 +178,94 @@ def produce_records(body: ProduceBody, format_: str, partition: int | None) -> l
         )
         for i, r in enumerate(body.records)
     ]
+
+
+def schema_records(
+    registry: SchemaRegistry, topic: str, body: ProduceBody, format_: str, partition: int | None
+) -> tuple[list[dict[str, Any]], int | None, int | None]:
+    """The records of a schema-format produce in the registry's wire format, with the key and
+    value schema ids (None where the request gives no schema). A schema given as text is
+    registered under the topic's subject (TopicNameStrategy: <topic>-key, <topic>-value), as
+    REST Proxy registers it; a schema id must be one of that subject's. Every record is
+    encoded before any is sent, so a refused request stores no record."""
+    schema_type = SCHEMA_FORMATS[format_]
+    key_schema = request_schema(
+        registry, f"{topic}-key", schema_type, body.key_schema, body.key_schema_id, "key"
+    )
+    value_schema = request_schema(
+        registry, f"{topic}-value", schema_type, body.value_schema, body.value_schema_id, "value"
+    )
+    records = [
+        dict(
+            key=encode_schema_field(registry, key_schema, r.key, f"records[{i}].key"),
+            value=encode_schema_field(registry, value_schema, r.value, f"records[{i}].value"),
+            partition=partition if partition is not None else r.partition,
+        )
+        for i, r in enumerate(body.records)
+    ]
+    key_id = None if key_schema is None else key_schema.id
+    return records, key_id, None if value_schema is None else value_schema.id
+
+
+def request_schema(
+    registry: SchemaRegistry,
+    subject: str,
+    schema_type: str,
+    text: str | None,
+    schema_id: int | None,
+    what: str,
+) -> StoredSchema | None:
+    """The key's or value's schema a produce names: registered from its text, or looked up by
+    its id under the subject (None: the request gives none)."""
+    if text is not None and schema_id is not None:
+        raise InvalidRequest(
+            f"give {what}_schema or {what}_schema_id, not both", field=f"{what}_schema"
+        )
+    try:
+        if text is not None:
+            return registry.register(subject, SchemaInput(text, schema_type)).schema
+        if schema_id is None:
+            return None
+        stored = registry.schema_by_id(schema_id, subject)
+    except InvalidSchema as e:
+        raise SchemaFormatRefused(
+            f"Invalid schema: {e.message}", INVALID_SCHEMA, field=f"{what}_schema"
+        ) from e
+    except SchemaRegistryError as e:
+        if e.retriable:
+            raise
+        raise SchemaFormatRefused(
+            f"Error serializing message. {e.message}", SCHEMA_LOOKUP, field=f"{what}_schema"
+        ) from e
+    if stored.schema_type != schema_type:
+        raise SchemaFormatRefused(
+            f"Error serializing message. Schema {schema_id} is a {stored.schema_type} schema, "
+            f"not {schema_type}",
+            SCHEMA_LOOKUP,
+            field=f"{what}_schema_id",
+        )
+    return stored
+
+
+def encode_schema_field(
+    registry: SchemaRegistry, schema: StoredSchema | None, value: Any, field: str
+) -> bytes | None:
+    """A key or value in the wire format of its schema; null stays null."""
+    if value is None:
+        return None
+    if schema is None:
+        what = field.rpartition(".")[2]
+        raise SchemaFormatRefused(
+            f"Request includes {what}s but does not include {what} schema ({field})",
+            KEY_SCHEMA_MISSING if what == "key" else VALUE_SCHEMA_MISSING,
+            field=f"{what}_schema",
+        )
+    try:
+        return serde.encode(registry, schema, value)
+    except SchemaMismatch as e:
+        raise SchemaMismatch(
+            f"Conversion of JSON to Object failed: {field}: {e.message}", field=field
+        ) from None
 
 
 def partition_out(partition: int) -> dict[str, Any]:
@@ -206,19 +324,39 @@ def produce_router(services: Services) -> Router:
         answer_type = response_type(event.headers.get("accept"))
         format_ = embedded_format(event.headers.get("content-type"))
         body = parse_model(ProduceBody, event.decoded_body)
-        records = produce_records(body, format_, partition)
         # as REST Proxy's producer, a produce to the topic may create it; to a partition, not
-        offsets, status = produce_and_wait(services, topic, records, may_create=partition is None)
-        return Response(status, answer_type, json.dumps(rest_proxy_produce_response(offsets)))
+        may_create = partition is None
+        key_schema_id = value_schema_id = None
+        if format_ in SCHEMA_FORMATS:
+            # the topic first: no schema is registered for a topic the produce cannot reach
+            name = validate_topic_name(topic)
+            if may_create:
+                services.log.topic_or_create(name)
+            else:
+                services.log.topic(name)
+            records, key_schema_id, value_schema_id = schema_records(
+                services.registry, topic, body, format_, partition
+            )
+        else:
+            records = produce_records(body, format_, partition)
+        offsets, status = produce_and_wait(services, topic, records, may_create=may_create)
+        answered = rest_proxy_produce_response(offsets)
+        answered.update(key_schema_id=key_schema_id, value_schema_id=value_schema_id)
+        return Response(status, answer_type, json.dumps(answered))
+
+    produce_types = list(EMBEDDED_FORMATS)
 
     @router.post(
         f"{BASE}/topics/<topic>",
         summary="REST Proxy v2: produce to a topic",
-        description=f"Content-Type {BINARY} (base64 keys and values) or {JSON} (JSON keys and "
-        "values, stored as their UTF-8 JSON bytes); records may name their partition.",
+        description=f"Content-Type {BINARY} (base64 keys and values), {JSON} (JSON keys and "
+        "values, stored as their UTF-8 JSON bytes), or a schema format (application/vnd.kafka."
+        "{avro,jsonschema,protobuf}.v2+json: JSON keys and values with key_schema/value_schema "
+        "or their ids, stored in the Schema Registry's wire format); records may name their "
+        "partition.",
         tags=["REST Proxy v2"],
         enable_validation=False,  # the body is REST Proxy's, parsed by ProduceBody
-        openapi_extensions={"requestBody": request_body(ProduceBody, [BINARY, JSON])},
+        openapi_extensions={"requestBody": request_body(ProduceBody, produce_types)},
     )
     def produce_to_topic(topic: str) -> Response[str]:
         return answer(topic, None)
@@ -228,7 +366,7 @@ def produce_router(services: Services) -> Router:
         summary="REST Proxy v2: produce to one partition",
         tags=["REST Proxy v2"],
         enable_validation=False,
-        openapi_extensions={"requestBody": request_body(ProduceBody, [BINARY, JSON])},
+        openapi_extensions={"requestBody": request_body(ProduceBody, produce_types)},
     )
     def produce_to_partition(topic: str, partition: str) -> Response[str]:
         return answer(topic, _partition_number(partition))
