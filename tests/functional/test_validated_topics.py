@@ -253,3 +253,46 @@ def test_the_library_and_the_http_api_read_ids_in_headers(
     )
     assert answer.status_code == 422 and "record 1" in answer.json()["message"]
     assert stored(log) == [b"\x02"]
+
+
+@pytest.mark.parametrize(
+    ("schema_type", "schema", "good", "bad"),
+    [
+        pytest.param("AVRO", NAME, [b"\x02", b"\x80\x01"], [b"", b"\x02\x00", b"\x80"], id="avro"),
+        pytest.param(
+            "JSON",
+            json.dumps(
+                {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
+            ),
+            [b'{"n": 1}', b'{"n": -5, "extra": true}'],
+            [b'{"n": "one"}', b"{}", b"not json"],
+            id="json-schema",
+        ),
+        pytest.param(
+            "PROTOBUF",
+            'syntax = "proto3"; message P { int32 n = 1; }',
+            [b"\x00\x08\x01", b"\x00"],
+            [b"\x00\x08", b"\x00\xff\xff", b"\x06"],
+            id="protobuf",
+        ),
+    ],
+)
+def test_strict_mode_refuses_payloads_that_do_not_decode(
+    log: ObjectLog, schema_type: str, schema: str, good: list[bytes], bad: list[bytes]
+) -> None:
+    registry = SchemaRegistry(log.items.schemas, log.items.documents)
+    schema_id = registry.register("strict-value", SchemaInput(schema, schema_type)).schema.id
+    config = {
+        "confluent.value.schema.validation": "true",
+        "objectlog.schema.validation.strict": "true",
+    }
+    log.create_topic("strict", config=config)
+    producer = log.producer()
+    taken = [producer.send("strict", value=framed(schema_id, payload)) for payload in good]
+    refused = [producer.send("strict", value=framed(schema_id, payload)) for payload in bad]
+    producer.flush()
+    assert [f.result().offset for f in taken] == list(range(len(good)))
+    for future in refused:
+        with pytest.raises(SchemaValidationFailed, match="does not decode with its schema"):
+            future.result()
+    producer.close()

@@ -69,6 +69,7 @@ OBJECTLOG_CONFIGS = {
     "confluent.key.schema.validation",
     "confluent.value.subject.name.strategy",
     "confluent.key.subject.name.strategy",
+    "objectlog.schema.validation.strict",
 }
 APPLIED = {
     "retention.ms",
@@ -177,6 +178,7 @@ REFUSED: dict[str, list[str]] = {
     "confluent.key.schema.validation": [""],
     "confluent.value.subject.name.strategy": ["RecordNameStrategy", "x"],
     "confluent.key.subject.name.strategy": [""],
+    "objectlog.schema.validation.strict": ["strict"],
 }
 
 

@@ -311,6 +311,11 @@ SPECS: tuple[TopicConfigSpec, ...] = (
         "Confluent's: the same for keys (<topic>-key by default).",
     ),
     TopicConfigSpec(
+        "objectlog.schema.validation.strict", BOOLEAN, "false", _boolean, SCHEMA_VALIDATION,
+        "objectlog's own (Bufstream's semantic validation): a validated topic also decodes "
+        "each key or value it checks with its schema and refuses what does not decode.",
+    ),
+    TopicConfigSpec(
         "objectlog.table.enabled", BOOLEAN, "true", _boolean, OBJECTLOG_OWN,
         "Keep an Iceberg table of the topic (false drops it at the compactor's next run).",
     ),

@@ -22,6 +22,7 @@ MAX_MESSAGE_BYTES = "max.message.bytes"
 MESSAGE_TIMESTAMP_TYPE = "message.timestamp.type"
 VALUE_SCHEMA_VALIDATION = "confluent.value.schema.validation"  # Confluent's (docs/schemas.md)
 KEY_SCHEMA_VALIDATION = "confluent.key.schema.validation"
+STRICT_SCHEMA_VALIDATION = "objectlog.schema.validation.strict"  # objectlog's own
 VALUE_SUBJECT_STRATEGY = "confluent.value.subject.name.strategy"
 KEY_SUBJECT_STRATEGY = "confluent.key.subject.name.strategy"
 TABLE_ENABLED = "objectlog.table.enabled"  # objectlog's own: keep an Iceberg table of the topic

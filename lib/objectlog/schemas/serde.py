@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import threading
 import weakref
 from collections.abc import Callable
@@ -41,8 +40,14 @@ from objectlog.errors import (
     SchemaNotFound,
     UndecodableRecord,
 )
-from objectlog.format.schema_ids import message_indexes
+from objectlog.format.schema_ids import MAGIC_BYTE, PREFIX_BYTES, message_indexes
 from objectlog.schemas.registry import SchemaRegistry
+from objectlog.schemas.serde_avro_json import (
+    from_avro_json,
+    mismatch,
+    to_avro_json,
+    without_logical_types,
+)
 from objectlog.schemas.types import AVRO, JSON, PROTOBUF, ParsedSchema
 from objectlog.stores.schemas import StoredSchema
 
@@ -50,12 +55,7 @@ from objectlog.stores.schemas import StoredSchema
 # type's libraries are imported with its first schema, as the registry loads its types.
 AvroSchema = Any
 
-MAGIC_BYTE = 0
-PREFIX_BYTES = 5
 CACHE_SIZE = 1_000  # compiled schemas kept per registry
-INT_RANGE = (-(2**31), 2**31 - 1)
-LONG_RANGE = (-(2**63), 2**63 - 1)
-NAMED = ("record", "error", "enum", "fixed")  # Avro's named types
 
 
 def encode(registry: SchemaRegistry, schema: StoredSchema, value: Any) -> bytes:
@@ -69,6 +69,22 @@ def decode(registry: SchemaRegistry, data: bytes, schema_type: str | None = None
     """The JSON REST Proxy answers for bytes in the wire format; UndecodableRecord when they
     are not in it, name a schema the registry does not hold, are of another schema type than
     schema_type (AVRO, JSON, PROTOBUF), or do not decode with their schema."""
+    return _with_codec(registry, data, schema_type, lambda codec, payload: codec.decode(payload))
+
+
+def check(registry: SchemaRegistry, data: bytes) -> None:
+    """Whether bytes in the wire format are a record of their schema, strictly (validated
+    topics' strict mode): an Avro datum that takes the whole payload, a JSON document valid
+    against its schema, a Protobuf message its message class parses; UndecodableRecord if not."""
+    _with_codec(registry, data, None, lambda codec, payload: codec.check(payload))
+
+
+def _with_codec(
+    registry: SchemaRegistry,
+    data: bytes,
+    schema_type: str | None,
+    use: Callable[[_Codec, bytes], Any],
+) -> Any:
     if len(data) < PREFIX_BYTES or data[0] != MAGIC_BYTE:
         raise UndecodableRecord(
             "it does not carry the Schema Registry's wire format (magic byte 0, a 4-byte schema id)"
@@ -83,7 +99,7 @@ def decode(registry: SchemaRegistry, data: bytes, schema_type: str | None = None
             f"it was written with a {codec.schema_type} schema (id {schema_id}), not {schema_type}"
         )
     try:
-        return codec.decode(bytes(data[PREFIX_BYTES:]))
+        return use(codec, bytes(data[PREFIX_BYTES:]))
     except UndecodableRecord as e:
         raise UndecodableRecord(f"{e.message} (schema id {schema_id})") from None
     except Exception as e:  # the decoders' errors are many and undocumented: bytes are bytes
@@ -103,6 +119,10 @@ class _Codec:
 
     def decode(self, payload: bytes) -> Any:
         raise NotImplementedError
+
+    def check(self, payload: bytes) -> None:
+        """Raise if the payload is not a record of the schema (decoding it, by default)."""
+        self.decode(payload)
 
 
 _codecs: weakref.WeakKeyDictionary[SchemaRegistry, dict[int, _Codec]] = weakref.WeakKeyDictionary()
@@ -140,10 +160,10 @@ class _Avro(_Codec):
 
         schema = self.schema = parsed.parsed
         self.fastavro = fastavro
-        self.plain = fastavro.parse_schema(_without_logical_types(schema.to_json()))
+        self.plain = fastavro.parse_schema(without_logical_types(schema.to_json()))
 
     def encode(self, value: Any) -> bytes:
-        datum = _from_avro_json(self.schema, value, "")
+        datum = from_avro_json(self.schema, value, "")
         out = io.BytesIO()
         try:
             self.fastavro.schemaless_writer(out, self.plain, datum)
@@ -151,205 +171,17 @@ class _Avro(_Codec):
             raise SchemaMismatch(f"Avro cannot write it: {e}") from None
         return out.getvalue()
 
+    def check(self, payload: bytes) -> None:
+        stream = io.BytesIO(payload)
+        self.fastavro.schemaless_reader(stream, self.plain)
+        if stream.tell() != len(payload):
+            raise UndecodableRecord(f"{len(payload) - stream.tell()} bytes after the Avro datum")
+
     def decode(self, payload: bytes) -> Any:
         datum = self.fastavro.schemaless_reader(
             io.BytesIO(payload), self.plain, return_named_type=True
         )
-        return _to_avro_json(self.schema, datum)
-
-
-def _without_logical_types(node: Any) -> Any:
-    """The schema's JSON without its logicalType attributes (defaults are data: kept as is)."""
-    if isinstance(node, dict):
-        return {
-            k: v if k == "default" else _without_logical_types(v)
-            for k, v in node.items()
-            if k != "logicalType"
-        }
-    if isinstance(node, list):
-        return [_without_logical_types(item) for item in node]
-    return node
-
-
-def _branch_name(schema: AvroSchema) -> str:
-    """A union branch's name in Avro's JSON encoding (and fastavro's tuple notation)."""
-    if schema.type in NAMED:
-        return str(schema.fullname)
-    return str(schema.type)
-
-
-def _mismatch(path: str, expected: str, value: Any) -> SchemaMismatch:
-    shown = json.dumps(value, ensure_ascii=False)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return SchemaMismatch(f"{path or 'the value'}: expected {expected}, got {shown}")
-
-
-def _from_avro_json(schema: AvroSchema, value: Any, path: str) -> Any:
-    """The fastavro datum for value in Avro's JSON encoding, checked against schema."""
-    kind = schema.type
-    if kind in ("union", "error_union"):
-        return _union_from_json(schema, value, path)
-    if kind == "record" or kind == "error":
-        return _record_from_json(schema, value, path)
-    if kind == "array":
-        if not isinstance(value, list):
-            raise _mismatch(path, "an array", value)
-        return [_from_avro_json(schema.items, v, f"{path}[{i}]") for i, v in enumerate(value)]
-    if kind == "map":
-        if not isinstance(value, dict):
-            raise _mismatch(path, "an object (a map)", value)
-        return {k: _from_avro_json(schema.values, v, f"{path}.{k}") for k, v in value.items()}
-    check = _PRIMITIVES.get(kind)
-    if check is not None:
-        return check(schema, value, path)
-    raise _mismatch(path, f"a value of Avro type {kind}, which this proxy cannot write", value)
-
-
-def _union_from_json(schema: AvroSchema, value: Any, path: str) -> Any:
-    branches = {_branch_name(branch): branch for branch in schema.schemas}
-    if value is None:
-        if "null" not in branches:
-            raise _mismatch(path, f"one of {list(branches)} (the union has no null)", value)
-        return None
-    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in branches:
-        named = [name for name in branches if name != "null"] or ["null"]
-        raise _mismatch(
-            path, f'a union value naming its branch, such as {{"{named[0]}": ...}} ({named})', value
-        )
-    name, inner = next(iter(value.items()))
-    return (name, _from_avro_json(branches[name], inner, f"{path}.{name}" if path else name))
-
-
-def _record_from_json(schema: AvroSchema, value: Any, path: str) -> Any:
-    if not isinstance(value, dict):
-        raise _mismatch(path, f"an object (record {schema.fullname})", value)
-    names = {field.name for field in schema.fields}
-    unknown = sorted(set(value) - names)
-    if unknown:
-        raise SchemaMismatch(f"{path or 'the value'}: unknown fields {unknown} ({schema.fullname})")
-    datum = {}
-    for field in schema.fields:
-        at = f"{path}.{field.name}" if path else field.name
-        if field.name in value:
-            datum[field.name] = _from_avro_json(field.type, value[field.name], at)
-        elif field.has_default:
-            datum[field.name] = _default_from_json(field.type, field.default, at)
-        else:
-            raise SchemaMismatch(f"{at}: missing (the field has no default)")
-    return datum
-
-
-def _default_from_json(schema: AvroSchema, default: Any, path: str) -> Any:
-    """A field's default as a datum: in Avro's JSON encoding, except that a union's default is
-    a value of its first branch, unwrapped."""
-    if schema.type not in ("union", "error_union"):
-        return _from_avro_json(schema, default, path)
-    first = schema.schemas[0]
-    if first.type == "null":
-        return None
-    return (_branch_name(first), _from_avro_json(first, default, path))
-
-
-def _plain(expected: type, shown: str) -> Callable[[AvroSchema, Any, str], Any]:
-    def check(schema: AvroSchema, value: Any, path: str) -> Any:
-        if not isinstance(value, expected):
-            raise _mismatch(path, shown, value)
-        return value
-
-    return check
-
-
-def _integer(schema: AvroSchema, value: Any, path: str) -> Any:
-    low, high = INT_RANGE if schema.type == "int" else LONG_RANGE
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _mismatch(path, f"an integer from {low} to {high} ({schema.type})", value)
-    return value
-
-
-def _floating(schema: AvroSchema, value: Any, path: str) -> Any:
-    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
-        return float(value.replace("Infinity", "inf"))
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _mismatch(path, f"a number ({schema.type})", value)
-    return float(value)
-
-
-def _octets(schema: AvroSchema, value: Any, path: str) -> Any:
-    if not isinstance(value, str):
-        raise _mismatch(path, f"a string of code points 0-255 ({schema.type})", value)
-    try:
-        data = value.encode("latin-1")
-    except UnicodeEncodeError:
-        raise _mismatch(path, f"a string of code points 0-255 ({schema.type})", value) from None
-    if schema.type == "fixed" and len(data) != schema.size:
-        raise _mismatch(path, f"{schema.size} bytes (fixed {schema.fullname})", value)
-    return data
-
-
-def _enum(schema: AvroSchema, value: Any, path: str) -> Any:
-    if value not in schema.symbols:
-        raise _mismatch(path, f"one of {list(schema.symbols)} (enum {schema.fullname})", value)
-    return value
-
-
-_PRIMITIVES: dict[str, Callable[[AvroSchema, Any, str], Any]] = {
-    "null": _plain(type(None), "null"),
-    "boolean": _plain(bool, "true or false"),
-    "int": _integer,
-    "long": _integer,
-    "float": _floating,
-    "double": _floating,
-    "string": _plain(str, "a string"),
-    "bytes": _octets,
-    "fixed": _octets,
-    "enum": _enum,
-}
-
-
-def _to_avro_json(schema: AvroSchema, datum: Any) -> Any:
-    """Avro's JSON encoding of a datum fastavro read (return_named_type: a named branch of a
-    union comes as (name, datum))."""
-    kind = schema.type
-    if kind in ("union", "error_union"):
-        if datum is None:
-            return None
-        branch = _branch_of(schema.schemas, datum)
-        inner = datum[1] if isinstance(datum, tuple) else datum
-        return {_branch_name(branch): _to_avro_json(branch, inner)}
-    if kind in ("record", "error"):
-        return {field.name: _to_avro_json(field.type, datum[field.name]) for field in schema.fields}
-    if kind == "array":
-        return [_to_avro_json(schema.items, item) for item in datum]
-    if kind == "map":
-        return {key: _to_avro_json(schema.values, item) for key, item in datum.items()}
-    if kind in ("bytes", "fixed"):
-        return bytes(datum).decode("latin-1")
-    if isinstance(datum, float) and not math.isfinite(datum):
-        return "NaN" if math.isnan(datum) else ("Infinity" if datum > 0 else "-Infinity")
-    return datum
-
-
-_PYTHON_BRANCHES: tuple[tuple[type, tuple[str, ...]], ...] = (
-    (bool, ("boolean",)),
-    (int, ("int", "long")),
-    (float, ("float", "double")),
-    (str, ("string",)),
-    (bytes, ("bytes",)),
-    (list, ("array",)),
-    (dict, ("map",)),
-)
-
-
-def _branch_of(branches: list[AvroSchema], datum: Any) -> AvroSchema:
-    """The union branch a datum was read from: named by fastavro for named types, else the
-    first branch of its Python type (a union holding both int and long, or float and double,
-    shows the first of them)."""
-    if isinstance(datum, tuple):
-        return next(b for b in branches if _branch_name(b) == datum[0])
-    for python_type, names in _PYTHON_BRANCHES:
-        if isinstance(datum, python_type):
-            return next(b for b in branches if b.type in names)
-    raise UndecodableRecord(f"a union value of an unexpected kind: {type(datum).__name__}")
+        return to_avro_json(self.schema, datum)
 
 
 # ---- JSON ------------------------------------------------------------------------------
@@ -390,6 +222,12 @@ class _Json(_Codec):
 
     def decode(self, payload: bytes) -> Any:
         return json.loads(payload)
+
+    def check(self, payload: bytes) -> None:
+        error = self.best_match(self.validator.iter_errors(json.loads(payload)))
+        if error is not None:
+            at = "/".join(str(part) for part in error.absolute_path)
+            raise UndecodableRecord(f"{error.message} (at #/{at})")
 
 
 # ---- PROTOBUF --------------------------------------------------------------------------
@@ -434,7 +272,7 @@ class _Protobuf(_Codec):
         if not self.file.message_type:
             raise SchemaMismatch("the schema defines no message")
         if not isinstance(value, dict):
-            raise _mismatch("", f"an object (message {self.file.message_type[0].name})", value)
+            raise mismatch("", f"an object (message {self.file.message_type[0].name})", value)
         try:
             message = self.json_format.ParseDict(value, self.message_class((0,))())
         except (self.json_format.ParseError, ValueError, TypeError) as e:

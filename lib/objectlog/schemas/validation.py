@@ -20,6 +20,7 @@ permanently deleted version is refused once the staleness has passed.
 
 from __future__ import annotations
 
+import struct
 import threading
 import uuid
 from collections.abc import Callable
@@ -29,16 +30,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from objectlog.errors import SchemaValidationFailed
+from objectlog.errors import SchemaValidationFailed, UndecodableRecord
 from objectlog.format.schema_ids import PREFIX_BYTES, framed_ids
 from objectlog.format.topic_configs import RECORD_NAME_STRATEGY, TOPIC_NAME_STRATEGY
 from objectlog.format.topics import (
     KEY_SCHEMA_VALIDATION,
     KEY_SUBJECT_STRATEGY,
+    STRICT_SCHEMA_VALIDATION,
     VALUE_SCHEMA_VALIDATION,
     VALUE_SUBJECT_STRATEGY,
     Topic,
 )
+from objectlog.schemas import serde
 from objectlog.schemas.record_names import RecordNames, RecordNameUnknown
 from objectlog.schemas.settings import SubjectDocuments
 
@@ -86,14 +89,17 @@ class SchemaValidator:
         topic's validation: SchemaValidationFailed naming the first and the positions of all."""
         refused: dict[int, str] = {}
         config = topic.config
+        strict = config.get(STRICT_SCHEMA_VALIDATION) == "true"
         if config.get(VALUE_SCHEMA_VALIDATION) == "true":
             strategy = config.get(VALUE_SUBJECT_STRATEGY)
             carried = self._header_ids(VALUE_ID_HEADER, headers)
-            refused.update(self._refused(topic.name, "value", strategy, values, carried))
+            found = self._refused(topic.name, "value", strategy, values, carried, strict)
+            refused.update(found)
         if config.get(KEY_SCHEMA_VALIDATION) == "true":
             strategy = config.get(KEY_SUBJECT_STRATEGY)
             carried = self._header_ids(KEY_ID_HEADER, headers)
-            for row, reason in self._refused(topic.name, "key", strategy, keys, carried).items():
+            found = self._refused(topic.name, "key", strategy, keys, carried, strict)
+            for row, reason in found.items():
                 refused.setdefault(row, reason)
         if refused:
             rows = sorted(refused)
@@ -111,6 +117,7 @@ class SchemaValidator:
         strategy: str,
         column: pa.Array | pa.ChunkedArray,
         carried: dict[int, tuple[int | None, bytes]],
+        strict: bool = False,
     ) -> dict[int, str]:
         """Why each refused row is refused. carried: the rows whose schema id is in a header
         (None: a guid no schema has), with the header's bytes after the guid."""
@@ -144,7 +151,32 @@ class SchemaValidator:
                     f"its {what}'s schema id {int(ids[row])} is not registered under "
                     f"subject {subject!r}"
                 )
+        if strict:
+            self._undecodable(what, ids, rows, column, carried, refused)
         return refused
+
+    def _undecodable(
+        self,
+        what: str,
+        ids: np.ndarray,
+        rows: np.ndarray,
+        column: pa.Array | pa.ChunkedArray,
+        carried: dict[int, tuple[int | None, bytes]],
+        refused: dict[int, str],
+    ) -> None:
+        """Strict mode: each row its id checks decoded with its schema (schemas.serde.check);
+        a record whose id is in a header is checked as if the id led its payload."""
+        registry = self.names.registry
+        for row in rows.tolist():
+            if row in refused:
+                continue
+            data = column[row].as_py()
+            if row in carried:
+                data = struct.pack(">bI", 0, int(ids[row])) + carried[row][1] + data
+            try:
+                serde.check(registry, data)
+            except UndecodableRecord as e:
+                refused[row] = f"its {what} does not decode with its schema: {e.message}"
 
     def _by_record_subject(
         self,
