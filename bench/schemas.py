@@ -31,7 +31,8 @@ from bench.report import Report, Row, console
 from bench.run import MIB, alternate, connect, median
 from bench.server import add_endpoint_argument, embedded_endpoint
 from objectlog import ObjectLog
-from objectlog.schemas.registry import SchemaInput, SchemaRegistry
+from objectlog.schemas.parsing import SchemaInput
+from objectlog.schemas.registry import SchemaRegistry
 
 VALUE_BYTES = 1024
 SCHEMA = json.dumps({"type": "record", "name": "Blob", "fields": [{"name": "b", "type": "bytes"}]})

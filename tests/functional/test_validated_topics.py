@@ -18,7 +18,8 @@ import requests
 from objectlog import ObjectLog
 from objectlog.errors import SchemaValidationFailed
 from objectlog.kafka.server import AgentThread
-from objectlog.schemas.registry import SchemaInput, SchemaRegistry
+from objectlog.schemas.parsing import SchemaInput
+from objectlog.schemas.registry import SchemaRegistry
 from tests.kafka_agent_config import agent_config
 
 TOPIC = "payments"

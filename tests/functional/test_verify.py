@@ -137,7 +137,8 @@ def test_hostile_requests_get_4xx_and_store_nothing(api: str, log: ObjectLog) ->
 
 def test_the_verify_command_prints_its_table_and_exits_by_verdict() -> None:
     runner = CliRunner()
-    result = runner.invoke(main, ["verify", "--ops", "60", "--faults", "none", "--no-bad-input"])
+    args = ["--ops", "60", "--faults", "none", "--no-bad-input", "--registry-operations", "40"]
+    result = runner.invoke(main, ["verify", *args])
     assert result.exit_code == 0, result.output
     assert "verdict" in result.output and "PASS" in result.output
     assert "anomalies" in result.output and "faults injected" in result.output

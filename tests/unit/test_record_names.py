@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from objectlog.schemas.parsing import SchemaInput
 from objectlog.schemas.record_names import RecordNames, RecordNameUnknown
-from objectlog.schemas.registry import SchemaInput, SchemaRegistry
+from objectlog.schemas.registry import SchemaRegistry
 from objectlog.stores.items import ItemStores
 
 PROTO = 'syntax = "proto3"; package p; message A { message B { int32 x = 1; } } message C {}'

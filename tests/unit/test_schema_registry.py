@@ -22,7 +22,8 @@ from objectlog.errors import (
     SubjectNotSoftDeleted,
     SubjectSoftDeleted,
 )
-from objectlog.schemas.registry import SchemaInput, SchemaRegistry
+from objectlog.schemas.parsing import SchemaInput
+from objectlog.schemas.registry import SchemaRegistry
 from objectlog.stores.items import ItemStores
 from objectlog.stores.schemas import SchemaReference
 

@@ -23,7 +23,8 @@ from google.protobuf import descriptor_pool, message_factory
 
 from objectlog.errors import SchemaMismatch, UndecodableRecord
 from objectlog.schemas import serde
-from objectlog.schemas.registry import SchemaInput, SchemaRegistry
+from objectlog.schemas.parsing import SchemaInput
+from objectlog.schemas.registry import SchemaRegistry
 from objectlog.stores.items import ItemStores
 from objectlog.stores.schemas import SchemaReference, StoredSchema
 

@@ -129,6 +129,7 @@ ACCEPTED: dict[str, dict[str, str]] = {
             "io.confluent.kafka.serializers.subject.RecordNameStrategy"
         )
     },
+    "objectlog.schema.validation.strict": {"True": "true"},
     "confluent.key.subject.name.strategy": {
         "io.confluent.kafka.serializers.subject.TopicNameStrategy": (
             "io.confluent.kafka.serializers.subject.TopicNameStrategy"

@@ -45,7 +45,8 @@ from objectlog.format.topics import (
 from objectlog.http.models import MAX_RECORDS_PER_REQUEST, b64decode, rest_proxy_produce_response
 from objectlog.http.routes import Services, parse_model, produce_and_wait
 from objectlog.schemas import serde
-from objectlog.schemas.registry import SchemaInput, SchemaRegistry
+from objectlog.schemas.parsing import SchemaInput
+from objectlog.schemas.registry import SchemaRegistry
 from objectlog.schemas.types import AVRO, PROTOBUF
 from objectlog.schemas.types import JSON as JSON_SCHEMA
 from objectlog.stores.schemas import StoredSchema

@@ -22,12 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from objectlog.errors import InvalidRequest, ObjectLogError, SchemaRegistryError
 from objectlog.http.routes import Services, parse_model
-from objectlog.schemas.registry import (
-    TYPE_NAMES,
-    SchemaInput,
-    SchemaRegistry,
-    SubjectVersion,
-)
+from objectlog.schemas.parsing import TYPE_NAMES, SchemaInput
+from objectlog.schemas.registry import SchemaRegistry, SubjectVersion
 from objectlog.schemas.types import AVRO, PROTOBUF
 from objectlog.stores.schemas import SchemaReference, StoredSchema
 

@@ -14,9 +14,7 @@ request; schemas parsed here are cached by id (a schema never changes).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,12 +22,9 @@ from typing import TypeVar
 
 from objectlog.errors import (
     IncompatibleSchema,
-    InvalidRequest,
-    InvalidSchema,
     OperationNotPermitted,
     ReferenceExists,
     SchemaNotFound,
-    SchemaVersionNotFound,
     SchemaVersionNotSoftDeleted,
     SchemaVersionSoftDeleted,
     SubjectNotFound,
@@ -37,6 +32,12 @@ from objectlog.errors import (
     SubjectSoftDeleted,
 )
 from objectlog.schemas import compatibility
+from objectlog.schemas.parsing import (
+    SchemaInput,
+    SchemaParser,
+    fingerprint,
+    schema_type,
+)
 from objectlog.schemas.settings import (
     IMPORT,
     READONLY,
@@ -50,55 +51,11 @@ from objectlog.schemas.subjects import (
     check_subject_name,
     version_number,
 )
-from objectlog.schemas.types import AVRO, JSON, PROTOBUF, ParsedSchema, SchemaType
+from objectlog.schemas.types import ParsedSchema
 from objectlog.stores.documents import DocumentStore
 from objectlog.stores.schemas import SchemaReference, SchemaStore, StoredSchema
 
 T = TypeVar("T")
-TYPE_NAMES = (AVRO, JSON, PROTOBUF)  # Confluent's names of the types offered
-PARSED_CACHE_SIZE = 1_000
-
-_types: dict[str, SchemaType] = {}
-_types_lock = threading.Lock()
-
-
-def schema_type(name: object) -> SchemaType:
-    """The schema type's rules, loaded on first use (Protobuf's compiler is large)."""
-    if not isinstance(name, str) or name.upper() not in TYPE_NAMES:
-        raise InvalidSchema(
-            f"Invalid schemaType {name!r}: use one of {', '.join(TYPE_NAMES)}",
-            field="schemaType",
-        )
-    key = name.upper()
-    with _types_lock:
-        if key not in _types:
-            _types[key] = _load(key)
-        return _types[key]
-
-
-def _load(name: str) -> SchemaType:
-    if name == AVRO:
-        from objectlog.schemas.avro_schemas import AvroSchemaType
-
-        return AvroSchemaType()
-    if name == JSON:
-        from objectlog.schemas.json_schemas import JsonSchemaType
-
-        return JsonSchemaType()
-    from objectlog.schemas.protobuf_schemas import ProtobufSchemaType
-
-    return ProtobufSchemaType()
-
-
-@dataclass(frozen=True)
-class SchemaInput:
-    """A schema as a registration, lookup or compatibility test sends it."""
-
-    schema: str
-    schema_type: str = AVRO
-    references: tuple[SchemaReference, ...] = ()
-    metadata: str | None = None  # JSON text
-    rule_set: str | None = None  # JSON text
 
 
 @dataclass(frozen=True)
@@ -114,8 +71,7 @@ class SchemaRegistry:
         self.store = store
         self.subject_docs = SubjectDocuments(documents)
         self.settings = RegistrySettings(self.subject_docs, self._holds_schemas)
-        self._parsed: dict[tuple[int, bool], ParsedSchema] = {}
-        self._lock = threading.Lock()
+        self.parser = SchemaParser(store, self.subject_docs)
 
     # ---- registering and looking up ---------------------------------------------------
 
@@ -138,19 +94,28 @@ class SchemaRegistry:
             raise OperationNotPermitted(
                 "Registering a schema with an id is allowed in IMPORT mode only", field="id"
             )
-        parsed = self._parse(given, normalize)
+        parsed = self.parser.parse(given, normalize)
         existing = self._existing_version(subject, parsed, given)
         if existing is not None and schema_id in (None, existing.schema.id):
-            return existing
-        if mode != IMPORT:
-            self._check_compatible(subject, parsed)
+            return self._completed(existing)
+        level = compatibility.NONE if mode == IMPORT else self.settings.compatibility(subject)
+        live = self.subject_docs.read(subject).live()
+        self._check_compatible(subject, parsed, level, live)
         stored = self._stored(parsed, given, schema_id)
-        version = self._add_version(subject, stored.id, imported=mode == IMPORT)
-        self.store.add_use(stored.id, subject, version)
-        self.store.add_subject(subject)
+        version = self._add_version(subject, stored.id, parsed, level, live)
         for reference in given.references:
             self._mark_referenced(reference, stored.id)
-        return SubjectVersion(subject, version, stored)
+        return self._completed(SubjectVersion(subject, version, stored))
+
+    def _completed(self, found: SubjectVersion) -> SubjectVersion:
+        """The subject listed and the schema marked as the version (both written before the
+        version, _add_version); a version stored without them (by an objectlog before that
+        order) gets them from the next registration of its schema. No write when present."""
+        subject, schema = found.subject, found.schema
+        if (subject, found.version) not in schema.uses:
+            self.store.add_subject(subject)
+            self.store.add_use(schema.id, subject, found.version)
+        return found
 
     def lookup(
         self, subject: str, given: SchemaInput, *, normalize: bool = False, deleted: bool = False
@@ -159,7 +124,7 @@ class SchemaRegistry:
         state = self.subject_docs.read(subject)
         if not state.listed(deleted):
             raise SubjectNotFound(f"Subject '{subject}' not found.", field="subject")
-        parsed = self._parse(given, normalize)
+        parsed = self.parser.parse(given, normalize)
         found = self._existing_version(subject, parsed, given, deleted=deleted)
         if found is None:
             raise SchemaNotFound("Schema not found", field="schema")
@@ -173,7 +138,7 @@ class SchemaRegistry:
             return None
         for version in reversed(self.subject_docs.read(subject).listed(deleted)):
             if version.id == schema_id:
-                stored = self._schema(schema_id)
+                stored = self.parser.schema(schema_id)
                 return SubjectVersion(subject, version.version, stored, version.deleted)
         return None
 
@@ -185,7 +150,7 @@ class SchemaRegistry:
         print_ = fingerprint(parsed, given)
         known = self.store.id_by_fingerprint(print_)
         if known is not None and schema_id in (None, known):
-            return self._schema(known)
+            return self.parser.schema(known)
         schema = StoredSchema(
             id=schema_id if schema_id is not None else self.store.next_id(),
             schema_type=parsed.schema_type,
@@ -195,22 +160,47 @@ class SchemaRegistry:
             metadata=given.metadata,
             rule_set=given.rule_set,
         )
-        if not self.store.put_schema(schema):
+        if not self.store.put_schema(schema) and not self._holds(schema):
             raise OperationNotPermitted(
                 f"Overwrite new schema with id {schema.id} is not permitted.", field="id"
             )
         owner = self.store.claim_fingerprint(print_, schema.id)
-        return schema if owner == schema.id or schema_id is not None else self._schema(owner)
+        return schema if owner == schema.id or schema_id is not None else self.parser.schema(owner)
 
-    def _add_version(self, subject: str, schema_id: int, *, imported: bool) -> int:
+    def _holds(self, schema: StoredSchema) -> bool:
+        """Whether the store holds this very schema under its id: a put whose first answer
+        was lost and was sent again (its condition then fails on its own write)."""
+        stored = self.store.schema(schema.id)
+        return stored is not None and dataclasses.replace(stored, uses=frozenset()) == schema
+
+    def _add_version(
+        self,
+        subject: str,
+        schema_id: int,
+        parsed: ParsedSchema,
+        level: str,
+        checked_against: list[Version],
+    ) -> int:
+        """Append the version, checked again against the versions it is appended after when
+        another writer changed the subject since the first check (the check and the append
+        are then of one state: the conditional write fails if it changed again)."""
+        checked = [v.id for v in checked_against]
+
         def add(state: Subject) -> int:
-            for version in state.live():
+            live = state.live()
+            for version in live:
                 if version.id == schema_id:  # registered meanwhile by another caller
                     return version.version
+            if [v.id for v in live] != checked:
+                self._check_compatible(subject, parsed, level, live)
             number = state.next_version()
+            # before the version exists: a version is never stored without its schema
+            # readable by id (a use left by an attempt that lost its write names no version)
+            self.store.add_use(schema_id, subject, number)
             state.versions.append(Version(number, schema_id))
             return number
 
+        self.store.add_subject(subject)  # likewise: listed before it has a version
         return self.subject_docs.update(subject, add)
 
     def _mark_referenced(self, reference: SchemaReference, by: int) -> None:
@@ -221,9 +211,10 @@ class SchemaRegistry:
 
         self.subject_docs.update(reference.subject, mark)
 
-    def _check_compatible(self, subject: str, parsed: ParsedSchema) -> None:
-        level = self.settings.compatibility(subject)
-        problems = self._incompatibilities(subject, parsed, level)
+    def _check_compatible(
+        self, subject: str, parsed: ParsedSchema, level: str, live: list[Version]
+    ) -> None:
+        problems = self._incompatibilities(subject, parsed, level, live)
         if problems:
             raise IncompatibleSchema(
                 f"Schema being registered is incompatible with an earlier schema for subject "
@@ -239,7 +230,7 @@ class SchemaRegistry:
         versions = self.subject_docs.read(subject).live() if against is None else against
         earlier = []
         for version in versions:
-            stored = self._parsed_schema(version.id)
+            stored = self.parser.parsed_schema(version.id)
             if stored.schema_type != parsed.schema_type:
                 return [
                     f"version {version.version} is of type {stored.schema_type}, "
@@ -255,7 +246,7 @@ class SchemaRegistry:
     ) -> list[str]:
         """Why given would break the subject's level against the version asked for (None:
         every version the level checks); none if it would not."""
-        parsed = self._parse(given, normalize)
+        parsed = self.parser.parse(given, normalize)
         state = self.subject_docs.read(subject)
         level = self.settings.compatibility(subject)
         if asked is None:
@@ -281,7 +272,7 @@ class SchemaRegistry:
 
     def version(self, subject: str, asked: object, *, deleted: bool = False) -> SubjectVersion:
         found = self.subject_docs.read(subject).find(subject, asked, deleted=deleted)
-        return SubjectVersion(subject, found.version, self._schema(found.id), found.deleted)
+        return SubjectVersion(subject, found.version, self.parser.schema(found.id), found.deleted)
 
     def referenced_by(self, subject: str, asked: object) -> list[int]:
         return sorted(
@@ -309,21 +300,21 @@ class SchemaRegistry:
         found = []
         for subject, number in sorted(self.schema_by_id(schema_id).uses):
             state = self.subject_docs.read(subject)
-            if any(v.version == number for v in state.listed(deleted)):
+            if any(v.version == number and v.id == schema_id for v in state.listed(deleted)):
                 found.append((subject, number))
         return found
 
     def latest_with_metadata(self, subject: str, properties: Mapping[str, str]) -> SubjectVersion:
         """The newest live version whose metadata properties include all of these."""
         for version in reversed(self.subject_docs.read(subject).live()):
-            schema = self._schema(version.id)
+            schema = self.parser.schema(version.id)
             held = json.loads(schema.metadata or "{}").get("properties") or {}
             if all(held.get(key) == value for key, value in properties.items()):
                 return SubjectVersion(subject, version.version, schema)
         raise SchemaNotFound(f"No version of {subject} has that metadata", field="metadata")
 
     def parsed(self, schema: StoredSchema) -> ParsedSchema:
-        return self._parsed_schema(schema.id)
+        return self.parser.parsed_schema(schema.id)
 
     # ---- deleting -------------------------------------------------------------------
 
@@ -412,70 +403,3 @@ class SchemaRegistry:
         if subject is not None:
             return bool(self.subject_docs.read(subject).live())
         return bool(self.subjects())
-
-    # ---- parsing -------------------------------------------------------------------
-
-    def _schema(self, schema_id: int) -> StoredSchema:
-        schema = self.store.schema(schema_id)
-        if schema is None:
-            raise SchemaNotFound(f"Schema {schema_id} not found", field="id")
-        return schema
-
-    def _parse(self, given: SchemaInput, normalize: bool) -> ParsedSchema:
-        if not isinstance(given.schema, str) or not given.schema.strip():
-            raise InvalidSchema("Empty schema", field="schema")
-        kind = schema_type(given.schema_type)
-        parsed = kind.parse(given.schema, self._resolved(given.references))
-        if normalize:
-            return dataclasses.replace(parsed, canonical=parsed.normalized)
-        return parsed
-
-    def _parsed_schema(self, schema_id: int) -> ParsedSchema:
-        with self._lock:
-            cached = self._parsed.get((schema_id, False))
-        if cached is not None:
-            return cached
-        stored = self._schema(schema_id)
-        given = SchemaInput(stored.schema, stored.schema_type, stored.references)
-        parsed = self._parse(given, normalize=False)
-        with self._lock:
-            if len(self._parsed) >= PARSED_CACHE_SIZE:
-                self._parsed.clear()
-            self._parsed[(schema_id, False)] = parsed
-        return parsed
-
-    def _resolved(
-        self, references: tuple[SchemaReference, ...], seen: frozenset[int] = frozenset()
-    ) -> dict[str, str]:
-        """Each reference's name -> its schema text, the references' own references first
-        (a reference cycle is refused)."""
-        resolved: dict[str, str] = {}
-        for reference in references:
-            try:
-                version = self.subject_docs.read(reference.subject).find(
-                    reference.subject, reference.version
-                )
-            except (SubjectNotFound, SchemaVersionNotFound, InvalidRequest) as e:
-                raise InvalidSchema(
-                    f"Invalid schema reference {reference.name!r}: {e.message}",
-                    field="references",
-                ) from e
-            if version.id in seen:
-                raise InvalidSchema(f"Circular reference {reference.name!r}", field="references")
-            schema = self._schema(version.id)
-            resolved.update(self._resolved(schema.references, seen | {version.id}))
-            resolved[reference.name] = schema.schema
-        return resolved
-
-
-def fingerprint(parsed: ParsedSchema, given: SchemaInput) -> str:
-    """What makes two registrations one schema: type, stored text, references, metadata and
-    rules (Confluent's identity of a schema)."""
-    identity = [
-        parsed.schema_type,
-        parsed.canonical,
-        [[r.name, r.subject, r.version] for r in given.references],
-        given.metadata,
-        given.rule_set,
-    ]
-    return hashlib.sha256(json.dumps(identity).encode()).hexdigest()

@@ -970,10 +970,25 @@ def _print_maintenance(report: MaintenanceReport) -> None:
 )
 @click.option("--share", default=0.05, show_default=True, type=float, help="of calls, per kind")
 @click.option("--bad-input/--no-bad-input", default=True, help="also send the hostile corpus")
+@click.option(
+    "--registry-operations",
+    default=300,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="then run the Schema Registry workload for this many operations (0: skip it)",
+)
 @clear_errors
-def verify(ops: int, seconds: float, seed: int, faults: str, share: float, bad_input: bool) -> None:
-    """Run the Jepsen-style workload on an embedded stack and check its history; exit 1 on
-    any anomaly."""
+def verify(
+    ops: int,
+    seconds: float,
+    seed: int,
+    faults: str,
+    share: float,
+    bad_input: bool,
+    registry_operations: int,
+) -> None:
+    """Run the Jepsen-style workload on an embedded stack and check its history, then the
+    Schema Registry's; exit 1 on any anomaly."""
     require("server", "lambda", "agent", "kafka-clients", what="objectlog verify")
     from dataclasses import replace
 
@@ -995,6 +1010,24 @@ def verify(ops: int, seconds: float, seed: int, faults: str, share: float, bad_i
         result = run_workload(config)
     render(result, console)
     failed = not result.verdict.ok
+    if registry_operations:
+        from objectlog.tools.verify.registry_report import registry_report
+        from objectlog.tools.verify.registry_workload import (
+            RegistryConfig,
+            registry_faults,
+            run_registry_workload,
+        )
+
+        registry = RegistryConfig(
+            operations=registry_operations,
+            seconds=seconds,
+            seed=seed,
+            faults=registry_faults(faults),
+            share=share,
+        )
+        with console.status(f"running {registry_operations:,} schema registry operations"):
+            history, verdict = run_registry_workload(registry)
+        failed |= not registry_report(history, verdict, console)
     if bad_input:
         failed |= not _check_bad_input(console)
     sys.exit(1 if failed else 0)

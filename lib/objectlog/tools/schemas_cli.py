@@ -11,7 +11,8 @@ import click
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import InvalidRequest
-from objectlog.schemas.registry import TYPE_NAMES, SchemaInput, SchemaRegistry, SubjectVersion
+from objectlog.schemas.parsing import TYPE_NAMES, SchemaInput
+from objectlog.schemas.registry import SchemaRegistry, SubjectVersion
 from objectlog.stores.schemas import SchemaReference
 from objectlog.tools.cli_errors import clear_errors
 
