@@ -5,42 +5,19 @@ instances sharing a group's partitions, an idle instance expiring, and REST Prox
 from __future__ import annotations
 
 import base64
-import json
 import time
 from typing import Any
 
 import pytest
-import requests
 
 from objectlog import ObjectLog
+from tests.rest_proxy_calls import BINARY, call, error
 
-V2 = "application/vnd.kafka.v2+json"
-BINARY = "application/vnd.kafka.binary.v2+json"
 JSON = "application/vnd.kafka.json.v2+json"
 
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-def call(
-    method: str,
-    url: str,
-    body: object = None,
-    *,
-    content_type: str = V2,
-    accept: str = V2,
-    params: dict[str, Any] | None = None,
-) -> requests.Response:
-    data = None if body is None else json.dumps(body)
-    headers = {"Content-Type": content_type, "Accept": accept}
-    return requests.request(method, url, data=data, headers=headers, params=params, timeout=30)
-
-
-def error(response: requests.Response) -> tuple[int, int]:
-    body = response.json()
-    assert set(body) == {"error_code", "message"} and body["message"], body
-    return response.status_code, body["error_code"]
 
 
 @pytest.fixture

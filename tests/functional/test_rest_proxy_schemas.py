@@ -19,9 +19,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
 from objectlog import ObjectLog
+from tests.rest_proxy_calls import BINARY, call, error
 
-V2 = "application/vnd.kafka.v2+json"
-BINARY = "application/vnd.kafka.binary.v2+json"
 USER_AVRO = json.dumps(
     {
         "type": "record",
@@ -123,26 +122,6 @@ def kafka(api: str, log: ObjectLog) -> str:
 @pytest.fixture
 def registry(api: str) -> SchemaRegistryClient:
     return SchemaRegistryClient({"url": f"{api}/schema-registry"})
-
-
-def call(
-    method: str,
-    url: str,
-    body: object = None,
-    *,
-    content_type: str = V2,
-    accept: str = V2,
-    params: dict[str, Any] | None = None,
-) -> requests.Response:
-    data = None if body is None else json.dumps(body)
-    headers = {"Content-Type": content_type, "Accept": accept}
-    return requests.request(method, url, data=data, headers=headers, params=params, timeout=30)
-
-
-def error(response: requests.Response) -> tuple[int, int]:
-    body = response.json()
-    assert set(body) == {"error_code", "message"} and body["message"], body
-    return response.status_code, body["error_code"]
 
 
 def produce(kafka: str, case: Case, body: dict[str, Any], path: str = "") -> requests.Response:

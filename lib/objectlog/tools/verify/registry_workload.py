@@ -62,6 +62,7 @@ from objectlog.tools.verify.registry_history import (
     RegistryHistory,
     RegistryOp,
 )
+from objectlog.tools.verify.threads import guarded_thread
 
 REGISTRY_FAULT_KINDS = ("dynamodb-throttle", "lost-answer", "slow-call", "crash-before-write")
 WRITES = ("PutItem", "UpdateItem")  # every registry write is one of these
@@ -354,15 +355,7 @@ class RegistryWorkload:
         return self.history, verdict
 
     def _thread(self, target: Callable[..., None], *args: Any) -> threading.Thread:
-        def guarded() -> None:
-            try:
-                target(*args)
-            except BaseException as e:  # reported by run(): a worker must never die silently
-                self.errors.append(e)
-
-        thread = threading.Thread(target=guarded, name=f"verify-{args[0]}", daemon=True)
-        thread.start()
-        return thread
+        return guarded_thread(self.errors, f"verify-{args[0]}", target, *args)
 
     def _faulty_log(self, index: int) -> ObjectLog:
         """A log with clients of its own, and faults of its own on its DynamoDB client."""

@@ -47,6 +47,7 @@ from objectlog.errors import CommitFailed, ObjectLogError
 from objectlog.groups import TopicPartition
 from objectlog.tools.gateway import LocalGateway, local_api
 from objectlog.tools.verify.kafka_trail import MEMBER_LOG, KafkaClientTrail
+from objectlog.tools.verify.threads import guarded_thread
 
 if TYPE_CHECKING:
     from objectlog.kafka.server import AgentThread
@@ -241,15 +242,7 @@ class Workload:
             thread.join()
 
     def _thread(self, target: Callable[..., None], *args: Any) -> threading.Thread:
-        def guarded() -> None:
-            try:
-                target(*args)
-            except BaseException as e:  # reported by run(): a worker must never die silently
-                self.errors.append(e)
-
-        thread = threading.Thread(target=guarded, name=f"verify-{target.__name__}", daemon=True)
-        thread.start()
-        return thread
+        return guarded_thread(self.errors, f"verify-{target.__name__}", target, *args)
 
     # ---- logs and faults ---------------------------------------------------------------
 
