@@ -87,7 +87,8 @@ class SchemaRegistry:
         a new version, checked against the subject's compatibility level (IMPORT: registered
         under schema_id, unchecked)."""
         check_subject_name(subject)
-        mode = self.settings.mode(subject)
+        state = self.subject_docs.read(subject)  # read once: mode, level, versions
+        mode = self.settings.mode(subject, state=state)
         if mode in (READONLY, READONLY_OVERRIDE):
             raise OperationNotPermitted(f"Subject {subject} is in read-only mode")
         if schema_id is not None and mode != IMPORT:
@@ -95,13 +96,19 @@ class SchemaRegistry:
                 "Registering a schema with an id is allowed in IMPORT mode only", field="id"
             )
         parsed = self.parser.parse(given, normalize)
-        existing = self._existing_version(subject, parsed, given)
+        print_ = fingerprint(parsed, given)
+        known = self.store.id_by_fingerprint(print_)
+        existing = self._existing_version(subject, known, state)
         if existing is not None and schema_id in (None, existing.schema.id):
             return self._completed(existing)
-        level = compatibility.NONE if mode == IMPORT else self.settings.compatibility(subject)
-        live = self.subject_docs.read(subject).live()
+        level = (
+            compatibility.NONE
+            if mode == IMPORT
+            else self.settings.compatibility(subject, state=state)
+        )
+        live = state.live()
         self._check_compatible(subject, parsed, level, live)
-        stored = self._stored(parsed, given, schema_id)
+        stored = self._stored(parsed, given, schema_id, print_, known)
         version = self._add_version(subject, stored.id, parsed, level, live)
         for reference in given.references:
             self._mark_referenced(reference, stored.id)
@@ -125,30 +132,34 @@ class SchemaRegistry:
         if not state.listed(deleted):
             raise SubjectNotFound(f"Subject '{subject}' not found.", field="subject")
         parsed = self.parser.parse(given, normalize)
-        found = self._existing_version(subject, parsed, given, deleted=deleted)
+        known = self.store.id_by_fingerprint(fingerprint(parsed, given))
+        found = self._existing_version(subject, known, state, deleted=deleted)
         if found is None:
             raise SchemaNotFound("Schema not found", field="schema")
         return found
 
     def _existing_version(
-        self, subject: str, parsed: ParsedSchema, given: SchemaInput, *, deleted: bool = False
+        self, subject: str, schema_id: int | None, state: Subject, *, deleted: bool = False
     ) -> SubjectVersion | None:
-        schema_id = self.store.id_by_fingerprint(fingerprint(parsed, given))
+        """The subject's newest version that is the schema of this id (None: no such schema)."""
         if schema_id is None:
             return None
-        for version in reversed(self.subject_docs.read(subject).listed(deleted)):
+        for version in reversed(state.listed(deleted)):
             if version.id == schema_id:
                 stored = self.parser.schema(schema_id)
                 return SubjectVersion(subject, version.version, stored, version.deleted)
         return None
 
     def _stored(
-        self, parsed: ParsedSchema, given: SchemaInput, schema_id: int | None
+        self,
+        parsed: ParsedSchema,
+        given: SchemaInput,
+        schema_id: int | None,
+        print_: str,
+        known: int | None,
     ) -> StoredSchema:
-        """The schema's stored form under its id: the id its fingerprint has, or a new one
-        (IMPORT: the one given, which must be free or already this schema)."""
-        print_ = fingerprint(parsed, given)
-        known = self.store.id_by_fingerprint(print_)
+        """The schema's stored form under its id: the id its fingerprint (print_) has (known),
+        or a new one (IMPORT: the one given, which must be free or already this schema)."""
         if known is not None and schema_id in (None, known):
             return self.parser.schema(known)
         schema = StoredSchema(

@@ -11,6 +11,7 @@ from typing import TypeVar
 from objectlog.errors import (
     InvalidMode,
     RegistryBusy,
+    SchemaRegistryError,
     SubjectCompatibilityNotConfigured,
     SubjectModeNotConfigured,
 )
@@ -63,17 +64,23 @@ class RegistrySettings:
         self.subjects = subjects
         self.holds_schemas = holds_schemas
 
-    def compatibility(self, subject: str | None = None, *, default_to_global: bool = True) -> str:
-        own = self._own(subject).compatibility
-        if own is not None:
-            return own
-        if subject is not None and not default_to_global:
-            raise SubjectCompatibilityNotConfigured(
-                f"Subject '{subject}' does not have subject-level compatibility configured"
-            )
-        if subject is None:
-            return compatibility.DEFAULT_LEVEL
-        return self.compatibility(None)
+    def compatibility(
+        self,
+        subject: str | None = None,
+        *,
+        default_to_global: bool = True,
+        state: Subject | None = None,
+    ) -> str:
+        """The subject's level, else the registry's, else BACKWARD. state: the subject's
+        document when the caller has read it already."""
+        return self._effective(
+            subject,
+            "compatibility",
+            compatibility.DEFAULT_LEVEL,
+            SubjectCompatibilityNotConfigured,
+            default_to_global,
+            state,
+        )
 
     def set_compatibility(self, subject: str | None, level: object) -> str:
         checked = compatibility.check_level(level)
@@ -81,19 +88,19 @@ class RegistrySettings:
         return checked
 
     def delete_compatibility(self, subject: str | None) -> str:
-        was = self.compatibility(subject)
-        self._change(subject, lambda s: setattr(s, "compatibility", None))
-        return was
+        return self._reset(subject, "compatibility", self.compatibility(subject))
 
-    def mode(self, subject: str | None = None, *, default_to_global: bool = True) -> str:
-        own = self._own(subject).mode
-        if own is not None:
-            return own
-        if subject is not None and not default_to_global:
-            raise SubjectModeNotConfigured(
-                f"Subject '{subject}' does not have subject-level mode configured"
-            )
-        return READWRITE if subject is None else self.mode(None)
+    def mode(
+        self,
+        subject: str | None = None,
+        *,
+        default_to_global: bool = True,
+        state: Subject | None = None,
+    ) -> str:
+        """The subject's mode, else the registry's, else READWRITE (state: as compatibility)."""
+        return self._effective(
+            subject, "mode", READWRITE, SubjectModeNotConfigured, default_to_global, state
+        )
 
     def set_mode(self, subject: str | None, mode: object, *, force: bool = False) -> str:
         if not isinstance(mode, str) or mode.upper() not in MODES:
@@ -108,8 +115,33 @@ class RegistrySettings:
         return chosen
 
     def delete_mode(self, subject: str) -> str:
-        was = self.mode(subject)
-        self._change(subject, lambda s: setattr(s, "mode", None))
+        return self._reset(subject, "mode", self.mode(subject))
+
+    def _effective(
+        self,
+        subject: str | None,
+        name: str,
+        default: str,
+        not_configured: type[SchemaRegistryError],
+        default_to_global: bool,
+        state: Subject | None,
+    ) -> str:
+        """Confluent's rule for a setting: the subject's own, else (defaultToGlobal) the
+        registry's, else the default."""
+        own: str | None = getattr(state if state is not None else self._own(subject), name)
+        if own is not None:
+            return own
+        if subject is None:
+            return default
+        if not default_to_global:
+            raise not_configured(
+                f"Subject '{subject}' does not have subject-level {name} configured"
+            )
+        return self._effective(None, name, default, not_configured, True, None)
+
+    def _reset(self, subject: str | None, name: str, was: str) -> str:
+        """Drop the subject's (or the registry's) own setting; answer what was in effect."""
+        self._change(subject, lambda s: setattr(s, name, None))
         return was
 
     def _own(self, subject: str | None) -> Subject:
