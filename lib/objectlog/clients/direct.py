@@ -103,6 +103,7 @@ class ObjectLog:
         )
         self._reader: Reader | None = None
         self._groups: GroupCoordinator | None = None
+        self._schema_registry: SchemaRegistry | None = None
         self._schema_validator: SchemaValidator | None = None
         self._tables: Tables | None = None
 
@@ -280,10 +281,17 @@ class ObjectLog:
         return self._groups
 
     @property
+    def schema_registry(self) -> SchemaRegistry:
+        """The Schema Registry on this log's table (its parsed schemas cached here)."""
+        if self._schema_registry is None:
+            self._schema_registry = SchemaRegistry(self.items.schemas, self.items.documents)
+        return self._schema_registry
+
+    @property
     def schema_validator(self) -> SchemaValidator:
         """Validated topics' check (schemas.validation), shared by this client's doors."""
         if self._schema_validator is None:
-            registry = SchemaRegistry(self.items.schemas, self.items.documents)
+            registry = self.schema_registry
             names = RecordNames(registry)
             self._schema_validator = SchemaValidator(
                 registry.subject_docs, names, self.clock.now_ms

@@ -125,7 +125,6 @@ class Services:
     _producer: Producer | None = None
     _idempotency: IdempotentRunner | None = None
     _consumer_instances: ConsumerInstances | None = None
-    _registry: SchemaRegistry | None = None
 
     @property
     def log(self) -> ObjectLog:
@@ -135,10 +134,7 @@ class Services:
 
     @property
     def registry(self) -> SchemaRegistry:
-        if self._registry is None:
-            items = self.log.items
-            self._registry = SchemaRegistry(items.schemas, items.documents)
-        return self._registry
+        return self.log.schema_registry
 
     @property
     def producer(self) -> Producer:
@@ -320,9 +316,7 @@ def produce_and_wait(
         size = record_size(record["key"], record["value"], record.get("headers"))
         check_record_size(info, size, field=f"records[{i}]", record=f"records[{i}]")
         check_key(info, record["key"], field=f"records[{i}].key", record=f"records[{i}]")
-    if (
-        info.config.schema_validated
-    ):  # a validated topic: every record's schema id, before any is sent
+    if info.config.schema_validated:  # every record's schema id, before any is sent
         keys = pa.array([r["key"] for r in records], pa.binary())
         values = pa.array([r["value"] for r in records], pa.binary())
         headers = pa.array([r.get("headers") or [] for r in records], HEADER_TYPE)

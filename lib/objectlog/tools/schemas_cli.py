@@ -25,7 +25,7 @@ def schemas() -> None:
 def _registry(ctx: click.Context) -> SchemaRegistry:
     log = ObjectLog(ctx.find_root().meta["direct_config"]())
     ctx.call_on_close(log.close)
-    return SchemaRegistry(log.items.schemas, log.items.documents)
+    return log.schema_registry
 
 
 def _given(path: Path, schema_type: str, references: tuple[str, ...]) -> SchemaInput:

@@ -345,7 +345,7 @@ class RegistryWorkload:
             for injector in self.injectors:
                 injector.remove()
         self.history.faults = self._fault_counts()
-        final = self._final_state(SchemaRegistry(admin.items.schemas, admin.items.documents))
+        final = self._final_state(admin.schema_registry)
         verdict = check_registry(self.history, final)
         self.history.seconds = time.monotonic() - started
         for log in self.logs:
@@ -410,7 +410,7 @@ class RegistryWorkload:
 
     def _direct(self, name: str, index: int) -> None:
         log = self._faulty_log(index)
-        self._registrant(name, LibraryDoor(SchemaRegistry(log.items.schemas, log.items.documents)))
+        self._registrant(name, LibraryDoor(log.schema_registry))
 
     def _http(self, name: str, base: str) -> None:
         import requests
