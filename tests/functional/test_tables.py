@@ -109,6 +109,19 @@ def arrow_rows(table: pa.Table) -> set[Row]:
 
 
 def duckdb_rows(log: ObjectLog, metadata_location: str) -> set[Row]:
+    result = (
+        duckdb_connection(log)
+        .execute(
+            f'SELECT partition, "offset", key, value, epoch_ms(timestamp) AS timestamp, headers '
+            f"FROM iceberg_scan('{metadata_location}')"
+        )
+        .to_arrow_table()
+    )
+    return arrow_rows(result)
+
+
+def duckdb_connection(log: ObjectLog) -> Any:
+    """DuckDB with its Iceberg extension, reading the log's S3 endpoint."""
     import duckdb
     import duckdb_extension_avro
     import duckdb_extension_httpfs
@@ -132,11 +145,7 @@ def duckdb_rows(log: ObjectLog, metadata_location: str) -> set[Row]:
         ("s3_secret_access_key", "test"),
     ):
         connection.execute(f"SET {setting} = '{value}'")
-    result = connection.execute(
-        f'SELECT partition, "offset", key, value, epoch_ms(timestamp) AS timestamp, headers '
-        f"FROM iceberg_scan('{metadata_location}')"
-    ).to_arrow_table()
-    return arrow_rows(result)
+    return connection
 
 
 def assert_every_reader_sees_the_log(log: ObjectLog, topic: str) -> None:

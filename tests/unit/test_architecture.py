@@ -23,6 +23,7 @@ LAYERS = {
     "objectlog.services": 3,
     "objectlog.compaction": 3,
     "objectlog.groups": 3,
+    "objectlog.schemas": 3,  # the Schema Registry's rules, the compactor's typed columns
     "objectlog.clients": 4,
     "objectlog": 4,  # the package's public names are the clients'
     "objectlog.telemetry": 5,

@@ -65,6 +65,7 @@ KAFKA_TOPIC_CONFIGS = {
 OBJECTLOG_CONFIGS = {
     "objectlog.table.enabled",
     "objectlog.table.lag.ms",
+    "objectlog.table.mode",
     "confluent.value.schema.validation",
     "confluent.key.schema.validation",
     "confluent.value.subject.name.strategy",
@@ -122,6 +123,7 @@ ACCEPTED: dict[str, dict[str, str]] = {
     "unclean.leader.election.enable": {"true": "true"},
     "objectlog.table.enabled": {"False": "false"},
     "objectlog.table.lag.ms": {"0": "0"},
+    "objectlog.table.mode": {" value_schema_latest ": "value_schema_latest"},
     "confluent.value.schema.validation": {"TRUE": "true"},
     "confluent.key.schema.validation": {"false": "false"},
     "confluent.value.subject.name.strategy": {
@@ -175,6 +177,7 @@ REFUSED: dict[str, list[str]] = {
     "unclean.leader.election.enable": ["no"],
     "objectlog.table.enabled": ["maybe"],
     "objectlog.table.lag.ms": ["-1"],
+    "objectlog.table.mode": ["typed", "KEY_VALUE"],
     "confluent.value.schema.validation": ["yes"],
     "confluent.key.schema.validation": [""],
     "confluent.value.subject.name.strategy": ["RecordNameStrategy", "x"],

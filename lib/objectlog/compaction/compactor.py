@@ -34,16 +34,17 @@ one stopped (what was merged is L1 now and is skipped).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from objectlog.clock import Clock, new_ulid, ulid_time_ms
+from objectlog.clock import Clock, new_ulid
+from objectlog.compaction.planning import CompactionPlan, plan, tail_refs_kept
 from objectlog.format.index import (
-    LEVEL_L0,
     LEVEL_L1,
     Manifest,
     ManifestEntry,
@@ -54,7 +55,7 @@ from objectlog.format.l1 import decode_ref, encode_l1
 from objectlog.format.layout import l1_key, location_key, object_key
 from objectlog.format.topics import Topic
 from objectlog.services.footers import Footers
-from objectlog.services.index import MANIFEST_MAX_REFS, TAIL_KEEP, IndexStore
+from objectlog.services.index import MANIFEST_MAX_REFS, IndexStore
 from objectlog.services.leases import Lease, Leases
 from objectlog.stores.leases import LeaseStore
 from objectlog.stores.metadata import MetadataStore, PartitionHead
@@ -63,6 +64,13 @@ from objectlog.stores.objects import ObjectStore
 MIB = 1 << 20
 SWAP_ATTEMPTS = 3
 READ_CONCURRENCY = 16  # ranged GETs in flight while reading the refs to rewrite
+
+
+class TypedColumns(Protocol):
+    """What adds a typed table's columns to the records of its L1 files
+    (services.typed_tables.TypedRecords)."""
+
+    def add(self, topic: Topic, records: pa.Table) -> tuple[pa.Table, int]: ...
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,7 @@ class PartitionReport:
     bytes_out: int = 0
     records_in: int = 0
     records_out: int = 0
+    records_undecodable: int = 0  # values a typed table's columns could not decode
     files_written: int = 0
     retired: list[str] = field(default_factory=list)
     refused_swaps: int = 0  # swaps whose condition failed: the index moved, or we were fenced
@@ -95,116 +104,6 @@ class PartitionReport:
     @property
     def write_amplification(self) -> float:
         return self.bytes_out / self.bytes_in if self.bytes_in else 0.0
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    """The planner's proposal: a new log start, and the refs to rewrite (consecutive)."""
-
-    log_start: int
-    dropped: tuple[PlacedRef, ...]  # removed by retention
-    rewrite: tuple[PlacedRef, ...]
-    compact_keys: bool
-
-    @property
-    def empty(self) -> bool:
-        return not self.dropped and not self.rewrite
-
-
-def plan(
-    topic: Topic,
-    head: PartitionHead,
-    refs: Sequence[PlacedRef],
-    now_ms: int,
-    settings: CompactionSettings,
-) -> CompactionPlan:
-    """Propose retention and merging over refs: the head's manifest refs, in offset order,
-    from the first the index holds (also those below the log start)."""
-    config = topic.config
-    deleted = _prefix(refs, lambda p: p.end_offset <= head.log_start_offset)
-    kept = list(refs[len(deleted) :])
-    dropped = list(deleted)  # whatever the cleanup policy: readers never reach them again
-    if config.retention_ms >= 0:
-        while kept and kept[0].ref.max_timestamp < now_ms - config.retention_ms:
-            dropped.append(kept.pop(0))
-    if config.retention_bytes >= 0:
-        total = sum(p.ref.length for p in kept) + sum(r.length for r in head.tail)
-        while kept and total - kept[0].ref.length >= config.retention_bytes:
-            total -= kept[0].ref.length
-            dropped.append(kept.pop(0))
-    if "delete" not in config.get("cleanup.policy").split(","):
-        dropped, kept = list(deleted), list(refs[len(deleted) :])
-    log_start = max(head.log_start_offset, dropped[-1].end_offset if dropped else 0)
-    if config.compacted:
-        lag = int(config.get("min.compaction.lag.ms"))
-        cleanable = _prefix(kept, lambda p: p.ref.max_timestamp <= now_ms - lag)
-        return CompactionPlan(
-            log_start, tuple(dropped), tuple(_key_compaction_range(cleanable, settings)), True
-        )
-    return CompactionPlan(log_start, tuple(dropped), tuple(_first_l0_run(kept, settings)), False)
-
-
-def _key_compaction_range(
-    cleanable: Sequence[PlacedRef], settings: CompactionSettings
-) -> list[PlacedRef]:
-    """What a compacted topic's run rewrites: nothing without new (L0) data; the whole
-    cleanable range when it fits the budget (older values of every key are dropped); else a
-    budget's worth from the first L0 ref on (the latest value of each key is still kept, and
-    the next run continues after it; older duplicates in earlier files stay until the
-    partition fits a run)."""
-    first_l0 = next((i for i, p in enumerate(cleanable) if p.ref.level == LEVEL_L0), None)
-    if first_l0 is None:
-        return []
-    if sum(p.ref.length for p in cleanable) <= settings.max_bytes_per_run:
-        return list(cleanable)
-    return _within_budget(cleanable[first_l0:], settings.max_bytes_per_run)
-
-
-def _prefix(refs: Sequence[PlacedRef], keep: Callable[[PlacedRef], bool]) -> list[PlacedRef]:
-    out = []
-    for placed in refs:
-        if not keep(placed):
-            break
-        out.append(placed)
-    return out
-
-
-def _within_budget(refs: Sequence[PlacedRef], budget: int) -> list[PlacedRef]:
-    out: list[PlacedRef] = []
-    total = 0
-    for placed in refs:
-        if out and total + placed.ref.length > budget:
-            break
-        out.append(placed)
-        total += placed.ref.length
-    return out
-
-
-def tail_refs_kept(tail: Sequence[SegmentRef], now_ms: int, table_lag_ms: int | None) -> int:
-    """How many of the newest tail refs a compaction run leaves in the head: TAIL_KEEP (hot
-    data stays in the head), fewer where a table must not lag: none written before
-    now - table_lag_ms (an L0 ref's object id is a ULID of its write time)."""
-    kept = min(TAIL_KEEP, len(tail))
-    if table_lag_ms is None:
-        return kept
-    cutoff = now_ms - table_lag_ms
-    young = 0
-    for ref in reversed(tail):
-        if _written_ms(ref) <= cutoff:
-            break
-        young += 1
-    return min(kept, young)
-
-
-def _written_ms(ref: SegmentRef) -> int:
-    return ulid_time_ms(ref.object_id) if ref.level == LEVEL_L0 else ref.max_timestamp
-
-
-def _first_l0_run(refs: Sequence[PlacedRef], settings: CompactionSettings) -> list[PlacedRef]:
-    """The first run of consecutive L0 refs (what is L1 already stays), within the budget."""
-    start = next((i for i, p in enumerate(refs) if p.ref.level == LEVEL_L0), len(refs))
-    run = _prefix(refs[start:], lambda p: p.ref.level == LEVEL_L0)
-    return _within_budget(run, settings.max_bytes_per_run)
 
 
 class Compactor:
@@ -221,6 +120,7 @@ class Compactor:
         clock: Clock,
         settings: CompactionSettings | None = None,
         owner: str = "compactor",
+        typed: TypedColumns | None = None,
     ) -> None:
         self.store = store
         self.metadata = metadata
@@ -231,6 +131,7 @@ class Compactor:
         self.settings = settings or CompactionSettings()
         self.leases = Leases(leases, clock)
         self.owner = owner
+        self.typed = typed
 
     def compact_partition(
         self,
@@ -349,6 +250,9 @@ class Compactor:
         start, end = rewrite[0].base_offset, rewrite[-1].end_offset
         refs: list[SegmentRef] = []
         for piece_start, piece_end, piece in self._files(table, start, end):
+            if self.typed is not None:  # per file, sized by its Kafka columns as any other
+                piece, undecodable = self.typed.add(topic, piece)
+                report.records_undecodable += undecodable
             refs += self._write_file(topic, head.partition, piece, piece_start, piece_end, report)
         return refs
 

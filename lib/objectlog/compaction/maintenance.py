@@ -22,6 +22,7 @@ from objectlog.stores.metadata import MetadataStore
 from objectlog.stores.objects import ObjectStore
 
 if TYPE_CHECKING:  # pyiceberg is imported only where tables are used
+    from objectlog.schemas.registry import SchemaRegistry
     from objectlog.services.tables import TableReport, Tables
 
 
@@ -38,6 +39,9 @@ class MaintainedLog(Protocol):
 
     @property
     def tables(self) -> Tables | None: ...
+
+    @property
+    def schema_registry(self) -> SchemaRegistry: ...
 
     def list_topics(self) -> list[str]: ...
 
@@ -77,6 +81,12 @@ class MaintenanceReport:
 
 
 def compactor_for(log: MaintainedLog, settings: CompactionSettings | None = None) -> Compactor:
+    typed = None
+    if log.tables is not None:  # typed columns go where a table reads them
+        from objectlog.schemas.typed_values import TypedValues
+        from objectlog.services.typed_tables import TypedRecords
+
+        typed = TypedRecords(log.tables, TypedValues(log.schema_registry))
     return Compactor(
         log.store,
         log.metadata,
@@ -87,6 +97,7 @@ def compactor_for(log: MaintainedLog, settings: CompactionSettings | None = None
         log.clock,
         settings,
         owner=f"compactor-{uuid.uuid4().hex[:12]}",
+        typed=typed,
     )
 
 

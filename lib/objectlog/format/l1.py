@@ -75,23 +75,38 @@ class RowGroup:
 def encode_l1(
     table: pa.Table, row_group_bytes: int, compression: str = "zstd"
 ) -> tuple[bytes, list[RowGroup]]:
-    """One Parquet file of table (segment schema, absolute offsets) in row groups of about
-    row_group_bytes of record data; returns the body and each row group's byte range."""
+    """One Parquet file of table (segment schema, absolute offsets, then any typed columns a
+    typed table adds: services.typed_tables) in row groups of about row_group_bytes of record
+    data; returns the body and each row group's byte range. A row group's range covers its
+    segment-schema columns only, which come first: fetches GET the same bytes from a typed
+    table's files as from any other, and the typed columns are read by table readers."""
     sink = pa.BufferOutputStream()
-    rows = max(1, int(row_group_bytes * table.num_rows / max(1, table.nbytes)))
+    record_bytes = table.select(L1_SCHEMA.names).nbytes
+    rows = max(1, int(row_group_bytes * table.num_rows / max(1, record_bytes)))
     write_parquet(
-        sink, table.cast(L1_SCHEMA), compression, row_group_rows=rows, statistics=L1_STATISTICS
+        sink, _l1_columns(table), compression, row_group_rows=rows, statistics=L1_STATISTICS
     )
     body = sink.getvalue().to_pybytes()
     metadata = pq.read_metadata(pa.BufferReader(body))
     return body, [_row_group(metadata, i) for i in range(metadata.num_row_groups)]
 
 
+def _l1_columns(table: pa.Table) -> pa.Table:
+    kafka = table.select(L1_SCHEMA.names).cast(L1_SCHEMA)
+    extra = [name for name in table.column_names if name not in L1_SCHEMA.names]
+    for name in extra:
+        kafka = kafka.append_column(table.schema.field(name), table.column(name))
+    return kafka
+
+
 def _row_group(metadata: pq.FileMetaData, index: int) -> RowGroup:
+    """A row group's byte range over its segment-schema columns (format.segment.SCHEMA)."""
     group = metadata.row_group(index)
     starts, ends = [], []
     for c in range(group.num_columns):
         column = group.column(c)
+        if column.path_in_schema.split(".")[0] not in SCHEMA.names:
+            continue
         start = column.dictionary_page_offset if column.has_dictionary_page else None
         start = column.data_page_offset if start is None else min(start, column.data_page_offset)
         starts.append(start)
@@ -119,7 +134,8 @@ def decode_row_group(
     data: bytes | memoryview, start: int, footer: pq.FileMetaData, columns: list[str] | None = None
 ) -> pa.Table:
     """The records of the row group whose bytes (data) begin at start in its file."""
-    schema = SCHEMA if columns is None else pa.schema([SCHEMA.field(c) for c in columns])
+    columns = SCHEMA.names if columns is None else columns
+    schema = pa.schema([SCHEMA.field(c) for c in columns])
     if footer.num_rows == 0:  # a file whose records were all compacted away
         return schema.empty_table()
     index = _row_group_at(footer, start)

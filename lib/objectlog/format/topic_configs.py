@@ -51,6 +51,11 @@ TOPIC_NAME_STRATEGY = f"{_STRATEGY}TopicNameStrategy"  # <topic>-value
 RECORD_NAME_STRATEGY = f"{_STRATEGY}RecordNameStrategy"  # <record name>
 TOPIC_RECORD_NAME_STRATEGY = f"{_STRATEGY}TopicRecordNameStrategy"  # <topic>-<record name>
 SUBJECT_STRATEGIES = (TOPIC_NAME_STRATEGY, RECORD_NAME_STRATEGY, TOPIC_RECORD_NAME_STRATEGY)
+# How a topic's table is shaped (Redpanda's redpanda.iceberg.mode): schemas.typed_values.
+KEY_VALUE = "key_value"
+VALUE_SCHEMA_ID_PREFIX = "value_schema_id_prefix"
+VALUE_SCHEMA_LATEST = "value_schema_latest"
+TABLE_MODES = (KEY_VALUE, VALUE_SCHEMA_ID_PREFIX, VALUE_SCHEMA_LATEST)
 SCHEMA_VALIDATION = Effect(
     True,
     "Confluent's broker-side schema ID validation: every door refuses a record whose value "
@@ -318,6 +323,13 @@ SPECS: tuple[TopicConfigSpec, ...] = (
     TopicConfigSpec(
         "objectlog.table.enabled", BOOLEAN, "true", _boolean, OBJECTLOG_OWN,
         "Keep an Iceberg table of the topic (false drops it at the compactor's next run).",
+    ),
+    TopicConfigSpec(
+        "objectlog.table.mode", STRING, KEY_VALUE, one_of(*TABLE_MODES), OBJECTLOG_OWN,
+        "The table's columns: the Kafka columns only (key_value); also the value decoded by "
+        "the schema id it carries (value_schema_id_prefix) or by its subject's latest schema "
+        "(value_schema_latest), as value_decoded, value_schema_id and value_error "
+        "(docs/schemas.md).",
     ),
     TopicConfigSpec(
         "objectlog.table.lag.ms", LONG, "300000", long_at_least(0), OBJECTLOG_OWN,

@@ -29,6 +29,7 @@ TABLE_ENABLED = "objectlog.table.enabled"  # objectlog's own: keep an Iceberg ta
 # objectlog's own: a compaction run puts every record older than this into the table (the
 # default is the default compaction interval, so the table trails the log by at most two)
 TABLE_LAG_MS = "objectlog.table.lag.ms"
+TABLE_MODE = "objectlog.table.mode"  # objectlog's own: the table's columns (schemas.typed_values)
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
@@ -167,6 +168,10 @@ class TopicConfig:
     @property
     def table_enabled(self) -> bool:
         return self.get(TABLE_ENABLED) == "true"
+
+    @property
+    def table_mode(self) -> str:
+        return self.get(TABLE_MODE)
 
     @property
     def table_lag_ms(self) -> int:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyiceberg.exceptions import (
     CommitFailedException,
     NamespaceAlreadyExistsError,
@@ -34,7 +35,7 @@ from pyiceberg.exceptions import (
     TableAlreadyExistsError,
     ValidationException,
 )
-from pyiceberg.io.pyarrow import parquet_file_to_data_file
+from pyiceberg.io.pyarrow import parquet_file_to_data_file, schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.name_mapping import create_mapping_from_schema
@@ -54,6 +55,7 @@ from objectlog.clock import Clock
 from objectlog.errors import StorageUnavailable
 from objectlog.format.tables import FIELD_IDS, PROPERTY_TOPIC, PROPERTY_TOPIC_ID, table_name
 from objectlog.format.topics import Topic
+from objectlog.schemas.typed_values import DECODED, TYPED_COLUMNS, typed_schema
 
 COMMIT_ATTEMPTS = 5
 # When objectlog committed a snapshot, by its own (injected) clock: expiry and the delete grace
@@ -161,6 +163,35 @@ class Tables:
         if table.properties.get(PROPERTY_TOPIC_ID) != topic.topic_id:
             return None
         return table
+
+    def typed_columns(
+        self, topic: Topic, widen: Callable[[pa.DataType | None], pa.DataType | None]
+    ) -> list[pa.Field]:
+        """The typed columns (schemas.typed_values.TYPED_COLUMNS) as the topic's table holds
+        them, with their field ids, after evolving the table to widen's type for
+        value_decoded (given the one it holds now, None if none yet; widen gives None while
+        no schema has given one, and the column waits). Columns are only ever added or widened
+        (Iceberg's schema evolution), so field ids stay; a concurrent evolution makes this one
+        load the table and widen again."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            table, _ = self._table(topic)
+            held = _arrow_fields(table.schema())
+            current = held[DECODED].type if DECODED in held else None
+            wanted = widen(current)
+            names = [name for name in TYPED_COLUMNS if name != DECODED or wanted is not None]
+            if wanted == current and all(name in held for name in names):
+                return [held[name] for name in names]
+            try:
+                with table.update_schema() as update:
+                    update.union_by_name(typed_schema(wanted))
+            except (CommitFailedException, ValidationException):
+                if attempt == COMMIT_ATTEMPTS:
+                    raise StorageUnavailable(
+                        f"table of topic {topic.name!r}: {COMMIT_ATTEMPTS} schema updates lost "
+                        "a race"
+                    ) from None
+                time.sleep(RETRY_BACKOFF_S * 2**attempt)
+        raise AssertionError("unreachable")
 
     def reconcile(self, topic: Topic, live: Sequence[str]) -> TableReport:
         """Make the table list exactly the live files (URIs), in one snapshot."""
@@ -307,6 +338,29 @@ class Tables:
             if PROPERTY_TOPIC_ID in table.properties:
                 found.append(tuple(identifier))
         return found
+
+
+def _arrow_fields(schema: Schema) -> dict[str, pa.Field]:
+    """The table's columns as Arrow fields carrying their field ids (PARQUET:field_id), in
+    the plain (not large) types L1 files are written with."""
+    return {f.name: f.with_type(_plain(f.type)) for f in schema_to_pyarrow(schema)}
+
+
+def _plain(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(kind):
+        return pa.string()
+    if pa.types.is_large_binary(kind):
+        return pa.binary()
+    if pa.types.is_large_list(kind) or pa.types.is_list(kind):
+        return pa.list_(kind.value_field.with_type(_plain(kind.value_type)))
+    if pa.types.is_map(kind):
+        return pa.map_(
+            kind.key_field.with_type(_plain(kind.key_type)),
+            kind.item_field.with_type(_plain(kind.item_type)),
+        )
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_plain(f.type)) for f in kind])
+    return kind
 
 
 def _data_files(table: Table) -> dict[str, Any]:
