@@ -665,3 +665,36 @@ def test_example_pipeline_totals_orders_once(spark: Any, log: ObjectLog, tmp_pat
     run()  # restarted from its checkpoint: only bob's total changes
     assert totals()["bob"] == {"customer": "bob", "orders": 2, "amount": 6.0}
     assert len(fetch_all(log, "order-totals")) == written + 1
+
+
+def test_typed_values_decode_the_live_tail_and_compacted_files_through_the_registry(
+    spark: Any, log: ObjectLog
+) -> None:
+    from decimal import Decimal
+
+    from tests.functional.test_typed_tables import ORDER_V1, ORDER_V2, framed, order, register
+
+    log.create_topic("typed", partitions=1)
+    v1 = register(log, "typed-value", ORDER_V1)
+    with log.producer(linger_ms=0) as producer:
+        for n in range(3):
+            producer.send("typed", framed(v1, ORDER_V1, order(n)))
+    run_maintenance(log, settings=CompactionSettings(target_file_bytes=1 << 10))
+    v2 = register(log, "typed-value", ORDER_V2)
+    with log.producer(linger_ms=0) as producer:  # the live tail: L0 objects
+        producer.send("typed", framed(v2, ORDER_V2, order(3, ship={"city": "Oslo"})))
+        producer.send("typed", b"not framed")
+    extra = {"subscribe": "typed", "typedValues": "true"}
+    frame = load(spark, log, **extra)
+    decoded = frame.schema["value_decoded"].dataType
+    assert decoded.fieldNames() == ["id", "item", "price", "at", "tags", "note", "ship"]
+    rows = {r.offset: r for r in frame.collect()}
+    assert rows[0].value_decoded.item == "item-0" and rows[0].value_decoded.price == Decimal("0.25")
+    assert rows[0].value_schema_id == v1 and rows[0].value_decoded.ship is None
+    assert rows[3].value_decoded.ship.city == "Oslo" and rows[3].value_schema_id == v2
+    assert rows[4].value_decoded is None and rows[4].value_error.startswith("not framed")
+    direct = objectlog.spark.read(spark, **options(log, **extra))
+    assert direct.schema == frame.schema
+    assert sorted(map(str, direct.collect())) == sorted(map(str, frame.collect()))
+    with pytest.raises(Exception, match="no schema is registered under orders-value"):
+        load(spark, log, subscribe="orders", typedValues="true").schema  # noqa: B018

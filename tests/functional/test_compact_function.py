@@ -183,6 +183,7 @@ def test_emits_emf_metrics(
     assert doc["segments_merged"] == [summary["segments_merged"]]
     assert doc["bytes_rewritten"] == [summary["bytes_rewritten"]]
     assert doc["partitions_skipped"] == [0] and doc["objects_deleted"] == [0]
+    assert units["records_undecodable"] == "Count" and doc["records_undecodable"] == [0]
     assert doc["function"] == "compact" and doc["dry_run"] is False
     handler.services.close()  # type: ignore[attr-defined]
 

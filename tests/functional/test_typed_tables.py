@@ -22,7 +22,7 @@ from objectlog.config import Config
 from objectlog.errors import ObjectLogError
 from objectlog.schemas.parsing import SchemaInput
 from objectlog.schemas.typed_values import DECODED, ERROR, SCHEMA_ID
-from tests.functional.test_tables import SMALL, compacted_rows, duckdb_connection, maintain
+from tests.functional.test_tables import compacted_rows, duckdb_connection, maintain
 
 ORDER_V1 = {
     "type": "record",
@@ -31,7 +31,10 @@ ORDER_V1 = {
     "fields": [
         {"name": "id", "type": "long"},
         {"name": "item", "type": "string"},
-        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+        {
+            "name": "price",
+            "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+        },
         {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
         {"name": "tags", "type": {"type": "array", "items": "string"}},
     ],
@@ -123,7 +126,9 @@ def test_a_typed_table_holds_decoded_values_through_an_evolution_and_bad_records
         framed(v2, ORDER_V2, order(9))[:-3],  # cut short
         None,  # a tombstone: no value, no error
     ]
-    evolved = [framed(v2, ORDER_V2, order(n, note="fragile", ship={"city": "Oslo"})) for n in (3, 4)]
+    evolved = [
+        framed(v2, ORDER_V2, order(n, note="fragile", ship={"city": "Oslo"})) for n in (3, 4)
+    ]
     produce(tabled, topic, evolved + bad + [framed(v1, ORDER_V1, order(5))])
     report = maintain(tabled)
     assert sum(p.records_undecodable for p in report.partitions) == 3
@@ -132,9 +137,7 @@ def test_a_typed_table_holds_decoded_values_through_an_evolution_and_bad_records
     assert table is not None
     decoded = table.schema().find_field(DECODED).field_type
     assert {f.name: f.field_id for f in decoded.fields if f.name in first_ids} == first_ids
-    assert [f.name for f in decoded.fields] == [
-        "id", "item", "price", "at", "tags", "note", "ship"
-    ]
+    assert [f.name for f in decoded.fields] == ["id", "item", "price", "at", "tags", "note", "ship"]
     rows = typed_rows(table.scan().to_arrow())
     assert len(rows) == len(compacted_rows(tabled, topic)) == 10  # no record lost
     assert rows[0][0]["item"] == "item-0" and rows[0][0]["price"] == Decimal("0.25")
@@ -147,10 +150,14 @@ def test_a_typed_table_holds_decoded_values_through_an_evolution_and_bad_records
     assert rows[8] == (None, None, None)
     assert rows[9][0]["id"] == 5 and rows[9][0]["ship"] is None
 
-    duck = duckdb_connection(tabled).execute(
-        f"SELECT \"offset\", value_decoded.item, value_decoded.ship.city, value_error "
-        f"FROM iceberg_scan('{table.metadata_location}') ORDER BY \"offset\""
-    ).fetchall()
+    duck = (
+        duckdb_connection(tabled)
+        .execute(
+            f'SELECT "offset", value_decoded.item, value_decoded.ship.city, value_error '
+            f"FROM iceberg_scan('{table.metadata_location}') ORDER BY \"offset\""
+        )
+        .fetchall()
+    )
     assert duck[0][1] == "item-0" and duck[3][2] == "Oslo" and duck[5][3].startswith("not framed")
 
 
@@ -171,7 +178,9 @@ def test_fetches_read_the_same_bytes_and_records_from_a_typed_tables_files(
         head = tabled.metadata.get_head(name, 0)
         assert head is not None
     refs = {
-        name: [p.ref.length for p in tabled.index.all_placed_refs(tabled.metadata.get_head(name, 0))]
+        name: [
+            p.ref.length for p in tabled.index.all_placed_refs(tabled.metadata.get_head(name, 0))
+        ]
         for name in (plain, typed)
     }
     assert refs[typed] == pytest.approx(refs[plain], rel=0.02)  # ranges cover the Kafka columns
@@ -205,3 +214,50 @@ def test_a_key_value_topic_keeps_the_kafka_columns_only(tabled: ObjectLog) -> No
     assert DECODED not in [f.name for f in table.schema().fields]
     with pytest.raises(ObjectLogError):
         tabled.create_topic("bad", 1, {"objectlog.table.mode": "typed"})
+
+
+def json_value(schema_id: int, document: dict[str, Any]) -> bytes:
+    return b"\x00" + schema_id.to_bytes(4, "big") + json.dumps(document).encode()
+
+
+def protobuf_value(log: ObjectLog, schema_id: int, fields: dict[str, Any]) -> bytes:
+    from objectlog.schemas.protobuf_messages import ProtobufMessages
+
+    parsed = log.schema_registry.parsed(log.schema_registry.schema_by_id(schema_id))
+    message = ProtobufMessages(parsed).message_class((0,))(**fields)
+    return b"\x00" + schema_id.to_bytes(4, "big") + b"\x00" + message.SerializeToString()
+
+
+JSON_ORDER = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "item": {"type": "string"}},
+    "required": ["id"],
+}
+PROTO_ORDER = 'syntax = "proto3";\nmessage Order {\n  int64 id = 1;\n  string item = 2;\n}\n'
+
+
+@pytest.mark.parametrize("schema_type", ["JSON", "PROTOBUF"])
+def test_json_schema_and_protobuf_values_become_typed_columns(
+    tabled: ObjectLog, schema_type: str
+) -> None:
+    topic = f"orders-{schema_type.lower()}"
+    tabled.create_topic(
+        topic, 1, {"objectlog.table.mode": "value_schema_id_prefix", "objectlog.table.lag.ms": 0}
+    )
+    text = json.dumps(JSON_ORDER) if schema_type == "JSON" else PROTO_ORDER
+    given = SchemaInput(text, schema_type)
+    schema_id = tabled.schema_registry.register(f"{topic}-value", given).schema.id
+    if schema_type == "JSON":
+        values = [json_value(schema_id, {"id": n, "item": f"i{n}"}) for n in range(2)]
+        values.append(json_value(schema_id, {"id": "not a number"}))
+    else:
+        values = [protobuf_value(tabled, schema_id, {"id": n, "item": f"i{n}"}) for n in range(2)]
+        values.append(b"\x00" + schema_id.to_bytes(4, "big") + b"\x00\xff\xff")
+    produce(tabled, topic, list(values))
+    report = maintain(tabled)
+    assert sum(p.records_undecodable for p in report.partitions) == 1
+    table = tabled.table(topic)
+    assert table is not None
+    rows = typed_rows(table.scan().to_arrow())
+    assert [rows[n][0] for n in range(2)] == [{"id": 0, "item": "i0"}, {"id": 1, "item": "i1"}]
+    assert rows[2][0] is None and rows[2][1] == schema_id and rows[2][2]

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from objectlog import ObjectLog
-from objectlog.compaction.compactor import MIB, CompactionSettings
+from objectlog.compaction.compactor import CompactionSettings
+from objectlog.compaction.planning import MIB
 from objectlog.errors import InvalidRequest
 from objectlog.functions.compact import (
     DEADLINE_MARGIN_S,

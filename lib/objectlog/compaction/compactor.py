@@ -43,7 +43,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from objectlog.clock import Clock, new_ulid
-from objectlog.compaction.planning import CompactionPlan, plan, tail_refs_kept
+from objectlog.compaction.planning import (
+    CompactionPlan,
+    CompactionSettings,
+    plan,
+    tail_refs_kept,
+)
 from objectlog.format.index import (
     LEVEL_L1,
     Manifest,
@@ -61,7 +66,6 @@ from objectlog.stores.leases import LeaseStore
 from objectlog.stores.metadata import MetadataStore, PartitionHead
 from objectlog.stores.objects import ObjectStore
 
-MIB = 1 << 20
 SWAP_ATTEMPTS = 3
 READ_CONCURRENCY = 16  # ranged GETs in flight while reading the refs to rewrite
 
@@ -71,15 +75,6 @@ class TypedColumns(Protocol):
     (services.typed_tables.TypedRecords)."""
 
     def add(self, topic: Topic, records: pa.Table) -> tuple[pa.Table, int]: ...
-
-
-@dataclass(frozen=True)
-class CompactionSettings:
-    target_file_bytes: int = 64 * MIB
-    row_group_bytes: int = 2 * MIB
-    max_bytes_per_run: int = 256 * MIB
-    lease_ttl_ms: int = 5 * 60_000
-    compression: str = "zstd"
 
 
 @dataclass

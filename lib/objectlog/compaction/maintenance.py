@@ -76,6 +76,10 @@ class MaintenanceReport:
         return self.bytes_rewritten / self.bytes_read if self.bytes_read else 0.0
 
     @property
+    def records_undecodable(self) -> int:
+        return sum(p.records_undecodable for p in self.partitions)
+
+    @property
     def objects_deleted(self) -> int:
         return len(self.gc.deleted) if self.gc else 0
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from objectlog.clock import ulid_time_ms
 from objectlog.format.index import LEVEL_L0, PlacedRef, SegmentRef
@@ -13,8 +12,16 @@ from objectlog.format.topics import Topic
 from objectlog.services.index import TAIL_KEEP
 from objectlog.stores.metadata import PartitionHead
 
-if TYPE_CHECKING:
-    from objectlog.compaction.compactor import CompactionSettings
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    target_file_bytes: int = 64 * MIB
+    row_group_bytes: int = 2 * MIB
+    max_bytes_per_run: int = 256 * MIB
+    lease_ttl_ms: int = 5 * 60_000
+    compression: str = "zstd"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ MAGIC_BYTE = 0
 PREFIX_BYTES = 5
 MAX_MESSAGE_INDEXES = 100  # nesting deeper than this is not a schema anyone writes
 NOT_FRAMED = b"\x01\x00\x00\x00\x00"  # what an unframed value reads as: not the magic byte
+NOT_FRAMED_REASON = "not framed: it does not open with magic byte 0 and a schema id"
 
 
 def framed_ids(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

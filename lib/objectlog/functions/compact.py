@@ -17,9 +17,10 @@ Settings come from the environment (all optional):
     OBJECTLOG_GC_MIN_AGE_MS            how old an unreferenced object must be to be deleted
 
 Metrics (EMF, namespace objectlog): segments_merged, bytes_rewritten, write_amplification,
-objects_deleted, duration, partitions_skipped (any partition with a skip reason, "idle"
-included; the reasons are in the metadata). A dry run emits only duration: what it would do
-must not add to what was done.
+objects_deleted, records_undecodable (values a typed table's columns could not decode: they
+keep their bytes and their reason, docs/schemas.md), duration, partitions_skipped (any
+partition with a skip reason, "idle" included; the reasons are in the metadata). A dry run
+emits only duration: what it would do must not add to what was done.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from typing import Any, NamedTuple
 from aws_lambda_powertools.metrics import MetricUnit
 
 from objectlog.clients.direct import ObjectLog
-from objectlog.compaction.compactor import MIB, CompactionSettings, PartitionReport
+from objectlog.compaction.compactor import CompactionSettings, PartitionReport
 from objectlog.compaction.gc import GcReport
 from objectlog.compaction.maintenance import MaintenanceReport, run_maintenance
+from objectlog.compaction.planning import MIB
 from objectlog.errors import InvalidRequest
 from objectlog.telemetry import log_metrics, logger, metrics, tracer
 
@@ -159,6 +161,7 @@ def partition_row(report: PartitionReport) -> dict[str, Any]:
         "bytes_out": report.bytes_out,
         "records_in": report.records_in,
         "records_out": report.records_out,
+        "records_undecodable": report.records_undecodable,
         "files_written": report.files_written,
         "retired": len(report.retired),
         "write_amplification": round(report.write_amplification, 4),
@@ -189,6 +192,7 @@ def summarize(report: MaintenanceReport, request: CompactRequest) -> dict[str, A
         "bytes_rewritten": report.bytes_rewritten,
         "write_amplification": round(report.write_amplification, 4),
         "objects_deleted": report.objects_deleted,
+        "records_undecodable": report.records_undecodable,
         "partitions_skipped": sum(1 for p in report.partitions if p.skipped),
         "partitions": [partition_row(p) for p in report.partitions],
         "gc": gc_summary(report.gc) if report.gc is not None else None,
@@ -212,6 +216,9 @@ def emit_metrics(report: MaintenanceReport) -> None:
         name="write_amplification", unit=MetricUnit.NoUnit, value=report.write_amplification
     )
     metrics.add_metric(name="objects_deleted", unit=MetricUnit.Count, value=report.objects_deleted)
+    metrics.add_metric(
+        name="records_undecodable", unit=MetricUnit.Count, value=report.records_undecodable
+    )
     metrics.add_metric(
         name="partitions_skipped", unit=MetricUnit.Count, value=sum(reasons.values())
     )

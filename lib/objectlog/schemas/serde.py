@@ -234,39 +234,19 @@ class _Json(_Codec):
 
 
 class _Protobuf(_Codec):
-    """Messages of the schema's file, built in a descriptor pool of its own holding the files
-    it imports (references and well-known types); REST Proxy writes the file's first message."""
+    """Messages of the schema's file (protobuf_messages: a descriptor pool of its own holding
+    the files it imports); REST Proxy writes the file's first message."""
 
     schema_type = PROTOBUF
 
     def __init__(self, parsed: ParsedSchema) -> None:
-        from google.protobuf import descriptor_pool, json_format, message_factory
+        from google.protobuf import json_format
 
-        from objectlog.schemas.protobuf_compatibility import ProtobufParsedSchema
+        from objectlog.schemas.protobuf_messages import ProtobufMessages
 
-        assert isinstance(parsed, ProtobufParsedSchema)
-        self.file = parsed.parsed
-        self.pool = descriptor_pool.DescriptorPool()
-        for imported in parsed.imports:
-            self.pool.AddSerializedFile(imported.SerializeToString())
-        self.pool.AddSerializedFile(self.file.SerializeToString())
+        self.messages = ProtobufMessages(parsed)
+        self.file = self.messages.file
         self.json_format = json_format
-        self.message_factory = message_factory
-        self._classes: dict[tuple[int, ...], Any] = {}
-
-    def message_class(self, indexes: tuple[int, ...]) -> Any:
-        found = self._classes.get(indexes)
-        if found is None:
-            names, container = [self.file.package] if self.file.package else [], self.file
-            for index in indexes:
-                types = container.message_type if container is self.file else container.nested_type
-                if not 0 <= index < len(types):
-                    raise UndecodableRecord(f"its message indexes {list(indexes)} name no message")
-                container = types[index]
-                names.append(container.name)
-            descriptor = self.pool.FindMessageTypeByName(".".join(names))
-            found = self._classes[indexes] = self.message_factory.GetMessageClass(descriptor)
-        return found
 
     def encode(self, value: Any) -> bytes:
         if not self.file.message_type:
@@ -274,7 +254,7 @@ class _Protobuf(_Codec):
         if not isinstance(value, dict):
             raise mismatch("", f"an object (message {self.file.message_type[0].name})", value)
         try:
-            message = self.json_format.ParseDict(value, self.message_class((0,))())
+            message = self.json_format.ParseDict(value, self.messages.message_class((0,))())
         except (self.json_format.ParseError, ValueError, TypeError) as e:
             raise SchemaMismatch(str(e)) from None
         return b"\x00" + message.SerializeToString()
@@ -284,7 +264,7 @@ class _Protobuf(_Codec):
             indexes, start = message_indexes(payload)
         except ValueError as e:
             raise UndecodableRecord(str(e)) from None
-        message = self.message_class(tuple(indexes))()
+        message = self.messages.message_class(tuple(indexes))()
         message.ParseFromString(payload[start:])
         return self.json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
 

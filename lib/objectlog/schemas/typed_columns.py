@@ -57,7 +57,7 @@ from typing import Any
 import avro.schema
 import pyarrow as pa
 
-from objectlog.format.schema_ids import MAGIC_BYTE, PREFIX_BYTES
+from objectlog.format.schema_ids import MAGIC_BYTE, NOT_FRAMED_REASON, PREFIX_BYTES
 from objectlog.schemas.serde_avro_json import without_logical_types
 
 MAX_DECIMAL128_PRECISION = 38  # Iceberg's too
@@ -125,7 +125,7 @@ def decode_column(
                 reason = f"Avro cannot read it: {type(e).__name__}: {e}"
         decoded.append(datum)
         reasons.append(reason)
-    return _to_arrow(decoded, reasons, target), pa.array(reasons, type=pa.string())
+    return to_arrow(decoded, reasons, target), pa.array(reasons, type=pa.string())
 
 
 # ---- decoding ----------------------------------------------------------------------------
@@ -137,7 +137,7 @@ class _Undecodable(Exception):
 
 def _read(fastavro: Any, parsed: Any, value: bytes) -> Any:
     if len(value) < PREFIX_BYTES or value[0] != MAGIC_BYTE:
-        raise _Undecodable("not framed: it does not open with magic byte 0 and a schema id")
+        raise _Undecodable(NOT_FRAMED_REASON)
     stream = io.BytesIO(value)
     stream.seek(PREFIX_BYTES)
     try:
@@ -150,7 +150,7 @@ def _read(fastavro: Any, parsed: Any, value: bytes) -> Any:
     return datum
 
 
-def _to_arrow(decoded: list[Any], reasons: list[str | None], target: pa.DataType) -> pa.Array:
+def to_arrow(decoded: list[Any], reasons: list[str | None], target: pa.DataType) -> pa.Array:
     """The array of the decoded values; a value Arrow cannot hold as target (an int over
     int32's range in an evolved type, a decimal over its precision) is null, with a reason."""
     try:
@@ -209,12 +209,12 @@ def _converter(schema: Any, recursive: set[str]) -> Convert | None:
     if kind in UNIONS:
         branches = _non_null(schema)
         if len(branches) >= 2:
-            return _to_json
+            return to_json
         inner = _converter(branches[0], recursive) if branches else None
         return None if inner is None else _unless_null(inner)
     if kind in RECORDS:
         if schema.fullname in recursive:
-            return _to_json
+            return to_json
         fields = [(f.name, _converter(f.type, recursive)) for f in schema.fields]
         converted = [(name, c) for name, c in fields if c is not None]
         return _record_converter(converted) if converted else None
@@ -279,7 +279,7 @@ def _to_decimal(datum: bytes, scale: int) -> Decimal:
     return Decimal(f"{int.from_bytes(datum, 'big', signed=True)}E-{scale}")
 
 
-def _to_json(datum: Any) -> str | None:
+def to_json(datum: Any) -> str | None:
     if datum is None:
         return None
     return json.dumps(_jsonable(datum), separators=(",", ":"), ensure_ascii=False)

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from objectlog.errors import ObjectLogError, SchemaNotFound
-from objectlog.format.schema_ids import MAGIC_BYTE, framed_ids
+from objectlog.format.schema_ids import MAGIC_BYTE, NOT_FRAMED_REASON, framed_ids
 from objectlog.format.topic_configs import KEY_VALUE, VALUE_SCHEMA_LATEST
 from objectlog.format.topics import Topic
 from objectlog.schemas.registry import SchemaRegistry
@@ -286,7 +286,7 @@ class TypedValues:
         rows = len(values)
         errors = np.full(rows, None, dtype=object)
         null = values.is_null().to_numpy(zero_copy_only=False)
-        errors[~framed & ~null] = "not framed: it does not open with magic byte 0 and a schema id"
+        errors[~framed & ~null] = NOT_FRAMED_REASON
         pieces: list[tuple[np.ndarray, pa.Array]] = []
         for schema_id in np.unique(ids[framed]):
             rows_of = np.flatnonzero(framed & (ids == schema_id))

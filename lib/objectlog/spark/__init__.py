@@ -28,6 +28,7 @@ from objectlog.spark.options import (
 )
 from objectlog.spark.planning import pack, plan_batch
 from objectlog.spark.reading import read_task, schema_ddl
+from objectlog.spark.typed import planned_for, read_schema
 
 __all__ = ["live_files", "read", "register"]
 
@@ -104,6 +105,7 @@ def read(spark: Any, **options: Any) -> Any:
     parsed = ReadOptions.parse(options, streaming=False)
     config = connection_config(options)
     splits = pack(plan_batch(connect(config), parsed), parsed)
+    planned = planned_for(connect(config), parsed)
     rows = [(pickle.dumps(split),) for split in splits]
     if rows:
         frame = spark.sparkContext.parallelize(rows, len(rows)).toDF("task binary")
@@ -116,10 +118,12 @@ def read(spark: Any, **options: Any) -> Any:
             for raw in batch.column("task").to_pylist():
                 for task in pickle.loads(raw):
                     yield from read_task(
-                        log, task, parsed.include_headers, parsed.fail_on_data_loss
+                        log, task, parsed.include_headers, parsed.fail_on_data_loss, planned
                     )
 
-    return frame.mapInArrow(read_tasks, schema_ddl(parsed.include_headers))
+    if planned is None:
+        return frame.mapInArrow(read_tasks, schema_ddl(parsed.include_headers))
+    return frame.mapInArrow(read_tasks, read_schema(parsed.include_headers, planned))
 
 
 def live_files(

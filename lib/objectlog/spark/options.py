@@ -39,6 +39,7 @@ FAIL_ON_DATA_LOSS = "failOnDataLoss"
 MIN_PARTITIONS = "minPartitions"
 MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 INCLUDE_HEADERS = "includeHeaders"
+TYPED_VALUES = "typedValues"  # objectlog's own: the typed table's columns (spark.typed)
 MAX_BYTES_PER_PARTITION = "maxBytesPerPartition"  # objectlog's own
 OPEN_COST_IN_BYTES = "openCostInBytes"  # objectlog's own, as spark.sql.files.openCostInBytes
 DEFAULT_PARALLELISM = "defaultParallelism"  # objectlog's own: the session's, from register()
@@ -93,6 +94,7 @@ class ReadOptions:
     min_partitions: int = 0
     max_offsets_per_trigger: int | None = None
     include_headers: bool = False
+    typed_values: bool = False
     max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
     open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
     parallelism: int = 0  # the session's default parallelism; 0: not known
@@ -122,6 +124,7 @@ class ReadOptions:
             min_partitions=_int(given, MIN_PARTITIONS, 0, minimum=1),
             max_offsets_per_trigger=max_per_trigger or None,
             include_headers=_bool(given, INCLUDE_HEADERS, False),
+            typed_values=_bool(given, TYPED_VALUES, False),
             max_bytes_per_partition=_int(
                 given, MAX_BYTES_PER_PARTITION, DEFAULT_MAX_BYTES_PER_PARTITION, minimum=1
             ),
@@ -156,6 +159,10 @@ class SinkOptions:
 
 def include_headers(options: Mapping[str, str]) -> bool:
     return _bool(lowered(options), INCLUDE_HEADERS, False)
+
+
+def typed_values(options: Mapping[str, str]) -> bool:
+    return _bool(lowered(options), TYPED_VALUES, False)
 
 
 def _subscription(given: Mapping[str, str]) -> Subscription:

@@ -26,6 +26,7 @@ from objectlog.format.index import LEVEL_L0
 from objectlog.format.l1 import decode_slice
 from objectlog.format.segment import SCHEMA
 from objectlog.spark.planning import OffsetRange, ReadTask, Slice, slices_of
+from objectlog.spark.typed import TypedColumns
 
 # Slices read (GET and decode) ahead of the one going to Spark, each in a thread of its own.
 # A sliding window, not batches: a batch waits for its slowest GET before the next one starts.
@@ -37,15 +38,22 @@ WITHOUT_HEADERS = pa.schema([f for f in SCHEMA if f.name != "headers"])
 
 
 def read_task(
-    log: ObjectLog, task: ReadTask, include_headers: bool, fail_on_data_loss: bool = True
+    log: ObjectLog,
+    task: ReadTask,
+    include_headers: bool,
+    fail_on_data_loss: bool = True,
+    planned: pa.DataType | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The task's records, in offset order, as Arrow batches in the Kafka source's schema."""
+    """The task's records, in offset order, as Arrow batches in the Kafka source's schema
+    (and the typed columns of spark.typed where planned gives value_decoded's type)."""
     position = task.start_offset  # everything before it has been yielded
     pending = list(task.slices)
     attempts = 0
+    typed = TypedColumns(log, planned) if planned is not None else None
     with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="objectlog-spark-read") as pool:
         while pending:
-            for piece, result in _read_ahead(log, pool, pending, position, task, include_headers):
+            reads = _read_ahead(log, pool, pending, position, task, include_headers, typed)
+            for piece, result in reads:
                 if isinstance(result, ObjectNotFound):
                     attempts += 1
                     if attempts >= RESOLVE_ATTEMPTS:
@@ -67,6 +75,7 @@ def _read_ahead(
     start: int,
     task: ReadTask,
     include_headers: bool,
+    typed: TypedColumns | None = None,
 ) -> Iterator[tuple[Slice, Any]]:
     """Each slice with its records (or the error reading it), in order, READ_AHEAD ahead.
 
@@ -84,7 +93,8 @@ def _read_ahead(
             return data
         try:
             table = _records(piece, data, start, task.end_offset, include_headers, footer)
-            return to_spark_arrow(table, include_headers)
+            records = to_spark_arrow(table, include_headers)
+            return records if typed is None else typed.add(task.topic, records)
         except Exception as e:  # raised by read_task, in the task's thread
             return e
 

@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from objectlog.errors import InvalidRequest
 from objectlog.spark.connection import connect, connection_config
-from objectlog.spark.options import ReadOptions, SinkOptions, include_headers
+from objectlog.spark.options import ReadOptions, SinkOptions, include_headers, typed_values
 from objectlog.spark.planning import (
     NO_PRUNING,
     InputSplit,
@@ -54,6 +54,7 @@ from objectlog.spark.sink import (
     sink_producer_id,
     upload_task,
 )
+from objectlog.spark.typed import planned_for, read_schema
 
 if TYPE_CHECKING:
     AvailableNow = object
@@ -77,8 +78,13 @@ class ObjectLogDataSource(DataSource):
     def name(cls) -> str:
         return "objectlog"
 
-    def schema(self) -> str:
-        return schema_ddl(include_headers(self.options))
+    def schema(self) -> Any:
+        if not typed_values(self.options):  # a write's options name no subscription
+            return schema_ddl(include_headers(self.options))
+        options = {**self.session_defaults, **self.options}
+        parsed = ReadOptions.parse(options, streaming=False)
+        planned = planned_for(connect(connection_config(options)), parsed)
+        return read_schema(parsed.include_headers, planned)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = {**self.session_defaults, **self.options}
@@ -98,13 +104,18 @@ def _partitions(tasks: list[ReadTask], options: ReadOptions) -> list[InputPartit
     return [InputPartition(split) for split in pack(tasks, options)]
 
 
-def _read(options: ReadOptions, config: Any, partition: InputPartition | None) -> Iterator[Any]:
+def _read(
+    options: ReadOptions,
+    config: Any,
+    partition: InputPartition | None,
+    planned: pa.DataType | None = None,
+) -> Iterator[Any]:
     if partition is None or partition.value is None:  # none planned: Spark reads once anyway
         return
     split: InputSplit = partition.value
     log = connect(config)
     for task in split:
-        yield from read_task(log, task, options.include_headers, options.fail_on_data_loss)
+        yield from read_task(log, task, options.include_headers, options.fail_on_data_loss, planned)
 
 
 class BatchReader(DataSourceReader):
@@ -112,13 +123,14 @@ class BatchReader(DataSourceReader):
         self.options = ReadOptions.parse(options, streaming=False)  # checked on the driver
         self.config = connection_config(options)
         self.pruning = NO_PRUNING
+        self.planned = planned_for(connect(self.config), self.options)
 
     def partitions(self) -> Sequence[InputPartition]:
         tasks = plan_batch(connect(self.config), self.options, self.pruning)
         return _partitions(tasks, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.options, self.config, partition)
+        return _read(self.options, self.config, partition, self.planned)
 
 
 class FilteringBatchReader(BatchReader):
@@ -141,6 +153,7 @@ class StreamReader(DataSourceStreamReader, AvailableNow):
     def __init__(self, options: Any) -> None:
         self.options = ReadOptions.parse(options, streaming=True)
         self.config = connection_config(options)
+        self.planned = planned_for(connect(self.config), self.options)
         self._position: dict[TopicPartition, int] | None = None
         self._target: dict[TopicPartition, int] | None = None
 
@@ -170,7 +183,7 @@ class StreamReader(DataSourceStreamReader, AvailableNow):
         return _partitions(tasks, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.options, self.config, partition)
+        return _read(self.options, self.config, partition, self.planned)
 
     def commit(self, end: dict) -> None:
         self._position = from_json(end)

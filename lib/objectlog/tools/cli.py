@@ -25,8 +25,9 @@ from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
 from objectlog.clients.http import HttpObjectLog
 from objectlog.clients.producer import RecordFuture
-from objectlog.compaction.compactor import MIB, CompactionSettings, PartitionReport
+from objectlog.compaction.compactor import CompactionSettings, PartitionReport
 from objectlog.compaction.maintenance import MaintenanceReport, run_maintenance
+from objectlog.compaction.planning import MIB
 from objectlog.config import Config
 from objectlog.errors import ObjectLogError
 from objectlog.format.records import Record
