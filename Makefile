@@ -123,7 +123,7 @@ SPARK_3.5 := 3.5.8
 	$(PYTHON) -m venv .venv-spark$*
 	.venv-spark$*/bin/pip install --quiet 'uv==0.13.9'
 	.venv-spark$*/bin/uv pip install --quiet --python .venv-spark$*/bin/python \
-		-e '.[cli,server,lambda]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
+		-e '.[cli,server,lambda,agent]' 'pyspark==$(SPARK_$*)' 'pandas>=2.0,<3' \
 		'pytest>=8' 'pytest-timeout>=2.3'
 	touch $@
 
@@ -230,6 +230,7 @@ bench-kafka: install
 
 bench-schemas: install
 	$(BIN)/python -m bench.schemas --dynamodb $(DYNAMODB)
+	$(BIN)/python -m bench.typed_tables --dynamodb $(DYNAMODB)
 
 # Latency on AWS, modelled (not measured): the produce path's requests replayed with published
 # S3 and DynamoDB latencies, each cited (docs/benchmarks.md); no endpoint, a few seconds.

@@ -212,3 +212,41 @@ def test_spark_reads_the_glue_catalog_as_on_emr(spark: Any, glue_log: ObjectLog)
     assert expected, "nothing was compacted"
     table = spark_table(glue_log, "glue", "clicks")
     assert spark_rows(spark, f"SELECT * FROM {table}") == expected
+
+
+def test_spark_reads_a_typed_tables_columns_through_an_evolution(
+    spark: Any, sqlite_log: ObjectLog
+) -> None:
+    from tests.functional.test_typed_tables import (
+        ORDER_V1,
+        ORDER_V2,
+        framed,
+        order,
+        register,
+    )
+    from tests.functional.test_typed_tables import produce as produce_values
+
+    topic = "typed_orders"
+    sqlite_log.create_topic(
+        topic, 1, {"objectlog.table.mode": "value_schema_id_prefix", "objectlog.table.lag.ms": 0}
+    )
+    v1 = register(sqlite_log, f"{topic}-value", ORDER_V1)
+    produce_values(sqlite_log, topic, [framed(v1, ORDER_V1, order(n)) for n in range(2)])
+    maintain(sqlite_log)
+    v2 = register(sqlite_log, f"{topic}-value", ORDER_V2)
+    evolved = [framed(v2, ORDER_V2, order(2, ship={"city": "Oslo"})), b"not framed"]
+    produce_values(sqlite_log, topic, evolved)
+    maintain(sqlite_log)
+    name = spark_table(sqlite_log, "objectlog", topic)
+    spark.sql(f"REFRESH TABLE {name}")
+    rows = spark.sql(
+        f"SELECT offset, value_decoded.item, value_decoded.ship.city AS city, "
+        f"value_decoded.price, value_schema_id, value_error FROM {name} ORDER BY offset"
+    ).collect()
+    assert [(r.offset, r.item, r.city, r.value_schema_id) for r in rows] == [
+        (0, "item-0", None, v1),
+        (1, "item-1", None, v1),
+        (2, "item-2", "Oslo", v2),
+        (3, None, None, None),
+    ]
+    assert str(rows[1].price) == "1.25" and rows[3].value_error.startswith("not framed")

@@ -150,6 +150,7 @@ class Tables:
         self.clock = clock
         self.retain_ms = retain_ms
         self._namespace_ready = False
+        self._typed_seen: dict[str, dict[str, pa.Field]] = {}  # topic id -> typed columns
 
     def identifier(self, topic: str) -> tuple[str, str]:
         return (self.namespace, table_name(topic))
@@ -171,16 +172,22 @@ class Tables:
         them, with their field ids, after evolving the table to widen's type for
         value_decoded (given the one it holds now, None if none yet; widen gives None while
         no schema has given one, and the column waits). Columns are only ever added or widened
-        (Iceberg's schema evolution), so field ids stay; a concurrent evolution makes this one
-        load the table and widen again."""
+        (Iceberg's schema evolution), so field ids stay, and what this process last saw of a
+        table is used again while widen needs no more: a table another compactor widened
+        meanwhile still reads files written to the narrower type. A concurrent evolution makes
+        this one load the table and widen again."""
+        seen = self._typed_seen.get(topic.topic_id)
+        if seen is not None:
+            fields, _ = _typed_fields(seen, widen)
+            if fields is not None:
+                return fields
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             table, _ = self._table(topic)
             held = _arrow_fields(table.schema())
-            current = held[DECODED].type if DECODED in held else None
-            wanted = widen(current)
-            names = [name for name in TYPED_COLUMNS if name != DECODED or wanted is not None]
-            if wanted == current and all(name in held for name in names):
-                return [held[name] for name in names]
+            fields, wanted = _typed_fields(held, widen)
+            if fields is not None:
+                self._typed_seen[topic.topic_id] = {f.name: f for f in fields}
+                return fields
             try:
                 with table.update_schema() as update:
                     update.union_by_name(typed_schema(wanted))
@@ -338,6 +345,18 @@ class Tables:
             if PROPERTY_TOPIC_ID in table.properties:
                 found.append(tuple(identifier))
         return found
+
+
+def _typed_fields(
+    held: Mapping[str, pa.Field], widen: Callable[[pa.DataType | None], pa.DataType | None]
+) -> tuple[list[pa.Field] | None, pa.DataType | None]:
+    """(the typed columns held, if they take what widen wants; what it wants)."""
+    current = held[DECODED].type if DECODED in held else None
+    wanted = widen(current)
+    names = [name for name in TYPED_COLUMNS if name != DECODED or wanted is not None]
+    if wanted == current and all(name in held for name in names):
+        return [held[name] for name in names], wanted
+    return None, wanted
 
 
 def _arrow_fields(schema: Schema) -> dict[str, pa.Field]:
