@@ -111,6 +111,30 @@ def decode_column(
     target = arrow_type(writer) if reader_type is None else reader_type
     parsed = fastavro.parse_schema(without_logical_types(writer.to_json()))
     convert = _converter(writer, _recursive_records(writer)) or _same
+
+    def read(value: bytes) -> Any:
+        try:
+            return convert(_read(fastavro, parsed, value))
+        except Undecodable:
+            raise
+        except Exception as e:  # whatever a bad payload makes fastavro or a conversion raise
+            raise Undecodable(f"Avro cannot read it: {type(e).__name__}: {e}") from None
+
+    return decode_rows(values, read, target)
+
+
+# ---- decoding (every schema type's) ------------------------------------------------------
+
+
+class Undecodable(Exception):
+    """Why a value does not decode (its row's reason)."""
+
+
+def decode_rows(
+    values: pa.Array | pa.ChunkedArray, read: Callable[[bytes], Any], target: pa.DataType
+) -> tuple[pa.Array, pa.Array]:
+    """(typed, reasons) of values, each read (or raising Undecodable) and typed as target;
+    a null value is a null row with no reason."""
     column = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     decoded: list[Any] = []
     reasons: list[str | None] = []
@@ -118,35 +142,43 @@ def decode_column(
         datum, reason = None, None
         if value is not None:
             try:
-                datum = convert(_read(fastavro, parsed, value))
-            except _Undecodable as e:
+                datum = read(value)
+            except Undecodable as e:
                 reason = str(e)
-            except Exception as e:  # whatever a bad payload makes fastavro or a conversion raise
-                reason = f"Avro cannot read it: {type(e).__name__}: {e}"
         decoded.append(datum)
         reasons.append(reason)
     return to_arrow(decoded, reasons, target), pa.array(reasons, type=pa.string())
 
 
-# ---- decoding ----------------------------------------------------------------------------
-
-
-class _Undecodable(Exception):
-    pass
+def self_containing(graph: dict[str, set[str]]) -> set[str]:
+    """The names in graph (name -> the names it contains) that can reach themselves."""
+    found = set()
+    for start, children in graph.items():
+        seen: set[str] = set()
+        todo = list(children)
+        while todo:
+            name = todo.pop()
+            if name == start:
+                found.add(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                todo.extend(graph[name])
+    return found
 
 
 def _read(fastavro: Any, parsed: Any, value: bytes) -> Any:
     if len(value) < PREFIX_BYTES or value[0] != MAGIC_BYTE:
-        raise _Undecodable(NOT_FRAMED_REASON)
+        raise Undecodable(NOT_FRAMED_REASON)
     stream = io.BytesIO(value)
     stream.seek(PREFIX_BYTES)
     try:
         datum = fastavro.schemaless_reader(stream, parsed)
     except EOFError:
-        raise _Undecodable("the Avro payload is cut short") from None
+        raise Undecodable("the Avro payload is cut short") from None
     left = len(value) - stream.tell()
     if left:
-        raise _Undecodable(f"{left} bytes after the Avro datum")
+        raise Undecodable(f"{left} bytes after the Avro datum")
     return datum
 
 
@@ -321,16 +353,4 @@ def _recursive_records(schema: Any) -> set[str]:
             walk(node.values, owner)
 
     walk(schema, None)
-    recursive = set()
-    for start, children in graph.items():
-        seen: set[str] = set()
-        todo = list(children)
-        while todo:
-            name = todo.pop()
-            if name == start:
-                recursive.add(start)
-                break
-            if name not in seen:
-                seen.add(name)
-                todo.extend(graph[name])
-    return recursive
+    return self_containing(graph)

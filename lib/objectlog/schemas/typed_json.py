@@ -77,7 +77,7 @@ from objectlog.schemas.json_compatibility import (
     flatten,
 )
 from objectlog.schemas.json_schemas import JsonDocument, compact, finite, not_json, pointer
-from objectlog.schemas.typed_columns import to_arrow
+from objectlog.schemas.typed_columns import Undecodable, decode_rows
 from objectlog.schemas.types import ParsedSchema
 
 # The keywords that say what a value is; a schema without any says nothing of it.
@@ -115,29 +115,17 @@ def decode_column(
     is null there."""
     plan = _root_plan(parsed)
     target = plan.kind if reader_type is None else reader_type
-    column = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    decoded: list[Any] = []
-    reasons: list[str | None] = []
-    for value in column.to_pylist():
-        datum, reason = None, None
-        if value is not None:
-            try:
-                datum = plan.convert(_document(value))
-            except (_Undecodable, _Misfit) as e:
-                reason = str(e)
-        decoded.append(datum)
-        reasons.append(reason)
-    return to_arrow(decoded, reasons, target), pa.array(reasons, type=pa.string())
+    return decode_rows(values, lambda value: plan.convert(_document(value)), target)
 
 
 # ---- decoding ----------------------------------------------------------------------------
 
 
-class _Undecodable(Exception):
+class _Undecodable(Undecodable):
     pass
 
 
-class _Misfit(Exception):
+class _Misfit(Undecodable):
     """A value its column does not take; path: where, innermost segment first."""
 
     def __init__(self, message: str) -> None:

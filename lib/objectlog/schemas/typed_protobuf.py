@@ -69,7 +69,7 @@ from objectlog.errors import UndecodableRecord
 from objectlog.format.schema_ids import MAGIC_BYTE, NOT_FRAMED_REASON, PREFIX_BYTES, message_indexes
 from objectlog.schemas.protobuf_compatibility import real_oneof_index
 from objectlog.schemas.protobuf_messages import FIRST_MESSAGE, ProtobufMessages
-from objectlog.schemas.typed_columns import to_arrow, to_json
+from objectlog.schemas.typed_columns import Undecodable, decode_rows, self_containing, to_json
 from objectlog.schemas.types import ParsedSchema
 
 TIMESTAMP = "google.protobuf.Timestamp"
@@ -122,25 +122,13 @@ def decode_column(
     is null there."""
     read = _Reader(ProtobufMessages(parsed))
     target = read.plan.kind if reader_type is None else reader_type
-    column = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    decoded: list[Any] = []
-    reasons: list[str | None] = []
-    for value in column.to_pylist():
-        datum, reason = None, None
-        if value is not None:
-            try:
-                datum = read(value)
-            except _Undecodable as e:
-                reason = str(e)
-        decoded.append(datum)
-        reasons.append(reason)
-    return to_arrow(decoded, reasons, target), pa.array(reasons, type=pa.string())
+    return decode_rows(values, read, target)
 
 
 # ---- decoding ----------------------------------------------------------------------------
 
 
-class _Undecodable(Exception):
+class _Undecodable(Undecodable):
     pass
 
 
@@ -265,19 +253,7 @@ def _recursive(root: Descriptor) -> set[str]:
         inside = [f.message_type for f in message.fields if f.message_type is not None]
         graph[message.full_name] = {child.full_name for child in inside}
         todo.extend(inside)
-    recursive = set()
-    for start, children in graph.items():
-        seen: set[str] = set()
-        pending = list(children)
-        while pending:
-            name = pending.pop()
-            if name == start:
-                recursive.add(start)
-                break
-            if name not in seen:
-                seen.add(name)
-                pending.extend(graph[name])
-    return recursive
+    return self_containing(graph)
 
 
 class _Planner:
