@@ -39,7 +39,7 @@ output "key_prefix" {
 }
 
 output "functions" {
-  description = "Function name by role: produce, fetch, compact."
+  description = "Function name by role: produce, fetch, compact, authorize."
   value       = module.objectlog.functions
 }
 

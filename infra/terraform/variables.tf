@@ -74,12 +74,19 @@ variable "kms_key_arn" {
 }
 
 variable "jwt_authorizer" {
-  description = "Optional JWT authorizer ({issuer, audience}) replacing IAM (SigV4) authorization on every route."
+  description = "Optional JWT authorizer ({issuer, audience, jwks_url (optional)}) replacing IAM (SigV4) authorization on every route but the Schema Registry's, whose authorizer then also accepts its bearer tokens."
   type = object({
     issuer   = string
     audience = list(string)
+    jwks_url = optional(string)
   })
   default = null
+}
+
+variable "registry_auth_cache_s" {
+  description = "Seconds the Schema Registry routes' authorizer answer is reused per Authorization header (API Gateway's cache and the function's); 0 turns caching off."
+  type        = number
+  default     = 300
 }
 
 variable "api_reserved_concurrency" {

@@ -9,6 +9,7 @@ class ErrorKind(Enum):
     """What the caller should do about an error; the value is its HTTP status."""
 
     INVALID = 400
+    UNAUTHENTICATED = 401
     UNPROCESSABLE = 422
     NOT_FOUND = 404
     NOT_ACCEPTABLE = 406
@@ -423,3 +424,15 @@ class AnswerTooLarge(ObjectLogError):
     """The records read make an answer larger than a function may give; nothing moved."""
 
     kind = ErrorKind.TOO_LARGE
+
+
+class NotAuthenticated(ObjectLogError):
+    """The request's credentials are missing, malformed or wrong (basic auth, a bearer token)."""
+
+    kind = ErrorKind.UNAUTHENTICATED
+
+
+class IssuerUnavailable(ObjectLogError):
+    """The token issuer's keys (its JWKS) could not be fetched; nothing was decided."""
+
+    kind = ErrorKind.RETRIABLE

@@ -31,6 +31,7 @@ from objectlog.format.segment import slice_table
 from objectlog.format.tables import table_name
 from objectlog.groups import TopicPartition
 from objectlog.http.routes import ROUTES
+from objectlog.http.schema_registry import is_schema_registry
 from objectlog.kafka.classic import INITIAL_REBALANCE_DELAY_MS
 from objectlog.services.append import PartitionBatch
 from objectlog.services.index import TAIL_MAX
@@ -41,12 +42,14 @@ from objectlog.tools.deploy.deployment import Deployment
 from objectlog.tools.deploy.functions import resolve_handler
 from objectlog.tools.deploy.policies import (
     Call,
+    Condition,
     PolicyReport,
     Statement,
     allowed,
     check_policy,
     iam_calls,
     invoke_allowed,
+    leading_keys,
     parse_policy,
     role_statements,
     wildcard_match,
@@ -209,6 +212,51 @@ def test_policy_check_flags_missing_unused_and_wildcard_grants() -> None:
     assert not report.ok
 
 
+def test_leading_keys_conditions_confine_a_role_to_named_items() -> None:
+    """ForAllValues:StringEquals on dynamodb:LeadingKeys is evaluated against the partition
+    keys each call named; any other condition fails the check."""
+    table = "arn:aws:dynamodb:us-east-1:1:table/t"
+    users = "doc#kafka-users#all"
+    (statement,) = parse_policy(
+        {
+            "Statement": {
+                "Sid": "State",
+                "Effect": "Allow",
+                "Action": "dynamodb:GetItem",
+                "Resource": table,
+                "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [users]}},
+            }
+        }
+    )
+    get = Call("dynamodb:GetItem", table)
+    assert allowed([statement], get, frozenset({users}))
+    assert not allowed([statement], get, frozenset({users, "topic#orders"}))
+    assert check_policy("f", "r", [statement], [get], {get: {users}}).ok
+    report = check_policy("f", "r", [statement], [get], {get: {users, "head#x#0"}})
+    assert report.denied == [get] and not report.conditions
+    keyed = {"TableName": "t", "Key": {"pk": {"S": users}, "sk": {"S": "doc"}}}
+    assert leading_keys("dynamodb", "GetItem", keyed) == {users}
+    batch = {"RequestItems": {"t": {"Keys": [{"pk": {"S": "a"}}, {"pk": {"S": "b"}}]}}}
+    assert leading_keys("dynamodb", "BatchGetItem", batch) == {"a", "b"}
+    other = Statement(
+        "Allow",
+        ("dynamodb:GetItem",),
+        (table,),
+        "Ip",
+        (Condition("IpAddress", "aws:SourceIp", ("10.0.0.0/8",)),),
+    )
+    assert check_policy("f", "r", [other], [get]).conditions == ["Ip"]
+
+
+def test_the_authorizer_role_names_the_users_document() -> None:
+    """iam.tf confines the authorize function to the item objectlog.kafka.users keeps."""
+    from objectlog.kafka.users import KIND, NAME
+    from objectlog.stores.documents import document_key
+
+    text = (MODULE_DIR / "iam.tf").read_text()
+    assert f'authorize = ["{document_key(KIND, NAME)["pk"]}"]' in text
+
+
 def test_invoke_permissions_are_matched_on_principal_action_and_source() -> None:
     api = "arn:aws:execute-api:us-east-1:1:abc"
     policy = {
@@ -313,11 +361,21 @@ def test_deployed_api_end_to_end(
     functions = outputs["functions"]
 
     # What Terraform deployed, as the deployment reports it.
-    assert set(deployment.functions) == {functions["produce"], functions["fetch"]}
+    api_functions = {functions["produce"], functions["fetch"], functions["authorize"]}
+    assert set(deployment.functions) == api_functions
     routes = {r.key: r.target for r in deployment.routes}
     assert routes == {f"{m} {p}": functions[f] for m, p, f in ROUTES}
     assert deployment.default_target == functions["fetch"]
-    assert set(deployment.authorization.values()) == {"AWS_IAM"}
+    # the registry's routes run the authorize function; every other route takes SigV4
+    registry = {key for key in deployment.authorization if is_schema_registry(key.split(" ")[-1])}
+    assert len(registry) == 5 and set(deployment.authorizers) == registry
+    kinds = {key: "CUSTOM" if key in registry else "AWS_IAM" for key in deployment.authorization}
+    assert deployment.authorization == kinds
+    assert {a.target for a in deployment.authorizers.values()} == {functions["authorize"]}
+    assert {a.identity_headers for a in deployment.authorizers.values()} == {("authorization",)}
+    authorize_env = deployment.functions[functions["authorize"]].environment
+    assert authorize_env["OBJECTLOG_AUTH_CACHE_S"] == "300"
+    assert "OBJECTLOG_JWT_ISSUER" not in authorize_env  # no jwt_authorizer: bearer refused
     for function in deployment.functions.values():
         assert (function.runtime, function.architectures) == ("python3.12", ["arm64"])
         assert function.handler_name == "handler.handler"
@@ -363,6 +421,7 @@ def test_deployed_api_end_to_end(
     assert compact_env["OBJECTLOG_CATALOG"] == "glue"
     assert compact_env["OBJECTLOG_TABLE_NAMESPACE"] == outputs["table_database"]
     assert_only_compact_writes_tables(deployment, outputs)
+    assert_authorizer_reads_only_the_users(deployment, outputs)
 
     # fetch read several slices concurrently, on reading threads: those calls were recorded too
     assert deployment.recorder.other_thread_counts[functions["fetch"]] > 0
@@ -441,18 +500,42 @@ def exercise_api(
     )
     assert rest_proxy.status_code == 200, rest_proxy.text
     rest_proxy_session(signed, url)
-    schema_registry_session(signed, url)
+    schema_registry_session(signed, url, direct)
 
 
-def schema_registry_session(signed: Any, url: str) -> None:
-    """The Schema Registry's routes, signed: every type registered (Protobuf's compiler runs
-    in the function), looked up, read by id, tested, configured and deleted."""
+REGISTRY_USER = ("registry-admin", "s3cret-Passw0rd")
+
+
+def schema_registry_session(signed: Any, url: str, direct: ObjectLog) -> None:
+    """The Schema Registry's routes with basic auth, as Confluent's clients send it, for a user
+    made as `objectlog users add` makes one; its authorizer refuses a missing header (401), a
+    wrong password, an unknown user, a token (no issuer configured) and a SigV4 signature
+    (403), and nothing is registered by them. Then every type registered (Protobuf's compiler
+    runs in the function), looked up, read by id, tested, configured and deleted."""
+    from objectlog.kafka.users import Users
+
+    Users(direct.items.documents).add(*REGISTRY_USER)
     registry = f"{url}/schema-registry"
     media = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+    attempt = {"schema": '"string"'}
+    refused = {
+        "no credentials": (requests, 401),
+        "a wrong password": (_session(basic=(REGISTRY_USER[0], "wrong")), 403),
+        "an unknown user": (_session(basic=("mallory", REGISTRY_USER[1])), 403),
+        "a bearer token": (_session(bearer=_forged_token()), 403),
+        "a SigV4 signature": (signed, 403),
+    }
+    for what, (session, status) in refused.items():
+        answer = session.post(
+            f"{registry}/subjects/refused-value/versions", json=attempt, timeout=30
+        )
+        assert answer.status_code == status, f"{what}: {answer.status_code} {answer.text}"
+    assert direct.schema_registry.subjects() == []
+    user = _session(basic=REGISTRY_USER)
 
     def call(method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body)
-        response = signed.request(method, registry + path, data=data, headers=media, timeout=30)
+        response = user.request(method, registry + path, data=data, headers=media, timeout=30)
         assert response.status_code < 300, f"{method} {path}: {response.text}"
         return response.json()
 
@@ -471,6 +554,25 @@ def schema_registry_session(signed: Any, url: str) -> None:
     assert call("PUT", "/config/avro-value", {"compatibility": "NONE"}) == {"compatibility": "NONE"}
     assert call("GET", "/subjects") == ["avro-value", "json-value", "protobuf-value"]
     assert call("DELETE", "/subjects/avro-value") == [1]
+
+
+def _session(basic: tuple[str, str] | None = None, bearer: str | None = None) -> requests.Session:
+    session = requests.Session()
+    if basic is not None:
+        session.auth = basic
+    if bearer is not None:
+        session.headers["Authorization"] = f"Bearer {bearer}"
+    return session
+
+
+def _forged_token() -> str:
+    """A well-formed RS256 token no configured issuer signed."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    claims = {"sub": "mallory", "iss": "https://issuer.example", "aud": "objectlog"}
+    return jwt.encode(claims | {"exp": int(time.time()) + 600}, key, algorithm="RS256")
 
 
 def rest_proxy_session(signed: Any, url: str) -> None:
@@ -720,6 +822,17 @@ def assert_only_compact_writes_tables(deployment: Deployment, outputs: dict[str,
             )
 
 
+def assert_authorizer_reads_only_the_users(deployment: Deployment, outputs: dict[str, Any]) -> None:
+    """The applied authorize role may read the users' document and no other item."""
+    role = outputs["function_roles"]["authorize"].rsplit("/", 1)[-1]
+    statements = role_statements(deployment.iam, role)
+    get = Call("dynamodb:GetItem", outputs["table_arn"])
+    assert allowed(statements, get, frozenset({"doc#kafka-users#all"}))
+    for other in ("topic#orders", "doc#classic-group#billing", "schema#1"):
+        assert not allowed(statements, get, frozenset({other})), other
+    assert not allowed(statements, Call("dynamodb:PutItem", outputs["table_arn"]))
+
+
 def after_compaction(client: Any) -> None:
     """Reads now go to the compactor's L1 files; then the topics are deleted."""
     result = client.fetch(TOPIC, 0, 0, max_records=1000)
@@ -761,6 +874,8 @@ def test_full_package_fits_lambda_and_is_reproducible(tmp_path: Path) -> None:
     # markdown-it-py came with pyiceberg and rich and are taken out)
     assert {"pyiceberg", "rich"} <= set(second.distributions)
     left_out = {"click", "pygments", "markdown-it-py", "mdurl", "moto", "werkzeug", "pyspark"}
+    left_out |= {"grpcio", "setuptools"}  # grpcio-tools' protoc needs neither
+    assert {"pyjwt", "cryptography", "scramp"} <= set(second.distributions)  # the authorizer's
     assert not left_out & set(second.distributions)
     with zipfile.ZipFile(tmp_path / "a" / "layer.zip") as layer:
         assert not [n for n in layer.namelist() if n.startswith("python/objectlog/tools/")]
@@ -788,6 +903,8 @@ def test_full_package_runs_from_its_zips(aws_endpoint: str, tmp_path: Path) -> N
     assert answers["create"] == 201 and answers["produce"] == [200, 200, 200]
     assert answers["fetch"] == 200 and answers["fetched"] == 3 and answers["compact_finished"]
     assert answers["table_rows"] == 3  # pyiceberg and pyarrow's S3 filesystem, from the layer
+    assert answers["authorized"] and answers["jwt_crypto"]  # scramp, PyJWT and cryptography
+    assert answers["protobuf"] == "ProtobufParsedSchema"  # protoc without grpcio
     modules = answers["modules"]
     assert isinstance(modules, dict)
     assert all(

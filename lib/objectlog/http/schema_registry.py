@@ -26,6 +26,7 @@ from objectlog.schemas.parsing import TYPE_NAMES, SchemaInput
 from objectlog.schemas.registry import SchemaRegistry, SubjectVersion
 from objectlog.schemas.types import AVRO, PROTOBUF
 from objectlog.stores.schemas import SchemaReference, StoredSchema
+from objectlog.telemetry import logger
 
 BASE = "/schema-registry"
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -61,6 +62,14 @@ def routable_path(path: str) -> str:
             subject = quote(unquote(rest[: found.start()]), safe="")
             return compatibility + subject + found.group(0)
     return path
+
+
+def log_change(event: dict[str, Any], principal: str | None) -> None:
+    """Who asked for what, for a request that may change the registry on a route an authorizer
+    guards (none locally by default: no line there)."""
+    method = str((event.get("requestContext") or {}).get("http", {}).get("method", ""))
+    if principal is not None and method not in ("GET", "HEAD", "OPTIONS"):
+        logger.info("schema registry request", extra={"method": method, "path": event["rawPath"]})
 
 
 def error_body(status: int, message: str, code: int | None = None) -> dict[str, Any]:

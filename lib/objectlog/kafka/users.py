@@ -3,16 +3,21 @@
 All users live in one versioned document (stores.documents, kind ``kafka-users``): for each,
 SCRAM's salt, stored key, server key and iteration count (RFC 5802), as scramp derives them.
 `objectlog users add|delete|list` manages them; agents read them at each authentication, so a
-change applies to the next connection on every agent.
+change applies to the next connection on every agent. The Schema Registry's HTTP routes check
+basic auth against the same users (``password_matches``; http.authentication): one user
+database for both doors.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 from typing import Any
 
-from scramp import ScramMechanism
+from scramp import ScramException, ScramMechanism
+from scramp.utils import saslprep
 
 from objectlog.errors import ConcurrentModification, InvalidRequest
 from objectlog.stores.documents import DocumentStore
@@ -20,6 +25,7 @@ from objectlog.stores.documents import DocumentStore
 MECHANISM = "SCRAM-SHA-512"
 ITERATIONS = 8192
 KIND, NAME = "kafka-users", "all"
+HASH = "sha512"  # SCRAM-SHA-512's H and HMAC
 WRITE_TRIES = 5
 
 AuthInfo = tuple[bytes, bytes, bytes, int]  # salt, stored key, server key, iterations
@@ -66,6 +72,21 @@ class Users:
             if self.documents.write(KIND, NAME, json.dumps(users), seen=version):
                 return result
         raise ConcurrentModification("the users changed meanwhile; try again")
+
+
+def password_matches(info: AuthInfo, password: str) -> bool:
+    """Whether password is the one info was made from, as a SCRAM server would conclude: derive
+    SaltedPassword = PBKDF2-HMAC-SHA-512(password, stored salt, stored iterations), then
+    StoredKey = H(HMAC(SaltedPassword, "Client Key")) (RFC 5802), compared in constant time.
+    The password is prepared as scramp prepared it (SASLprep); one it refuses matches nothing."""
+    salt, stored_key, _, iterations = info
+    try:
+        prepared = saslprep(password).encode()
+    except ScramException:
+        return False
+    salted = hashlib.pbkdf2_hmac(HASH, prepared, salt, iterations)
+    client_key = hmac.digest(salted, b"Client Key", HASH)
+    return hmac.compare_digest(hashlib.new(HASH, client_key).digest(), stored_key)
 
 
 def _text(data: bytes) -> str:

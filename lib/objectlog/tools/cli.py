@@ -140,6 +140,12 @@ main.add_command(schemas)
 @click.option("--in-memory", is_flag=True, help="keep nothing: no data directory")
 @click.option("--emf", is_flag=True, help="print the handlers' EMF metric lines (raw JSON)")
 @click.option("--log-aws", is_flag=True, help="a line for every AWS request too")
+@click.option(
+    "--registry-auth",
+    is_flag=True,
+    help="the Schema Registry's routes require basic auth of `objectlog users` (or a bearer "
+    "token of OBJECTLOG_JWT_ISSUER for OBJECTLOG_JWT_AUDIENCE), checked as deployed",
+)
 @initial_rebalance_delay_option(DEV_INITIAL_REBALANCE_DELAY_MS)
 @num_partitions_option(1)
 @click.pass_context
@@ -156,6 +162,7 @@ def dev(
     in_memory: bool,
     emf: bool,
     log_aws: bool,
+    registry_auth: bool,
     initial_rebalance_delay_ms: int,
     num_partitions: int,
 ) -> None:
@@ -183,6 +190,7 @@ def dev(
         log_aws=log_aws,
         initial_rebalance_delay_ms=initial_rebalance_delay_ms,
         num_partitions=num_partitions,
+        registry_auth=registry_auth,
     )
     stack = DevStack(options)
     try:

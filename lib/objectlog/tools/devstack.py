@@ -17,6 +17,7 @@ A directory written by one DynamoDB is not opened with the other: its tables wou
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -51,6 +52,8 @@ class DevOptions:
     log_aws: bool = False  # a console line for every AWS request, not only the API's
     initial_rebalance_delay_ms: int = DEV_INITIAL_REBALANCE_DELAY_MS  # the Kafka agent's
     num_partitions: int = 1  # of a topic created by its first use
+    # the Schema Registry's routes run the authorize function, as deployed (docs/schemas.md)
+    registry_auth: bool = False
 
 
 def console_line(text: str) -> None:
@@ -78,6 +81,10 @@ class DevStack:
         from objectlog.tools.gateway import local_api
 
         options = self.options
+        if options.registry_auth:  # its settings' mistakes now, not at the first request
+            from objectlog.http.authentication import AuthSettings
+
+            AuthSettings.from_env(os.environ)
         data = self._prepare_data_dir()
         dynamodb_url = None
         if options.dynamodb == "local":
@@ -107,7 +114,9 @@ class DevStack:
         )
         self.log.ensure_resources()
         log = self.log
-        self.gateway = local_api(lambda: log, request_log=self.echo)
+        self.gateway = local_api(
+            lambda: log, request_log=self.echo, registry_auth=options.registry_auth
+        )
         self.api_url = self.gateway.start(options.host, options.api_port)
         if options.kafka_port is not None:
             from objectlog.kafka.server import AgentConfig, AgentThread
@@ -142,7 +151,8 @@ class DevStack:
             f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
             f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)",
             f"  REST Proxy {self.api_url}/kafka",
-            f"  Schema Registry {self.api_url}/schema-registry (schema.registry.url)",
+            f"  Schema Registry {self.api_url}/schema-registry (schema.registry.url)"
+            + (f"; {registry_auth_note()}" if options.registry_auth else ""),
             *([f"  Kafka agent {self.agent.address} (bootstrap.servers)"] if self.agent else []),
             f"  export {exports}",
         ]
@@ -183,6 +193,15 @@ class DevStack:
                 )
         stack_file.write_text(json.dumps(wanted) + "\n")
         return data
+
+
+def registry_auth_note() -> str:
+    """What the registry's routes take with --registry-auth (the banner's words)."""
+    from objectlog.http.tokens import ENV_ISSUER
+
+    issuer = os.environ.get(ENV_ISSUER)
+    tokens = f"bearer tokens of {issuer}" if issuer else f"no bearer tokens ({ENV_ISSUER} unset)"
+    return f"basic auth of `objectlog users`, {tokens}"
 
 
 def catalog_for(data: Path | None) -> str:

@@ -213,16 +213,21 @@ class EmbeddedAWS:
 
 
 def start_dev_process(
-    port: int, api_port: int, *options: str, kafka_port: int = 0
+    port: int,
+    api_port: int,
+    *options: str,
+    kafka_port: int = 0,
+    environment: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
     """``objectlog dev`` in a process of its own (its own GIL), printing its banner on stdout;
     options go to ``objectlog dev`` (``--in-memory``, ``--data-dir DIR``, ...). No Kafka agent
-    unless kafka_port is given (9092 may be taken by a `make run`).
+    unless kafka_port is given (9092 may be taken by a `make run`). environment: variables
+    added to its environment (``OBJECTLOG_JWT_ISSUER``, say).
 
     AWS_ENDPOINT_URL* are dropped from its environment: it is the endpoint.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
-    env.update(PYTHONUNBUFFERED="1", POWERTOOLS_METRICS_DISABLED="true")
+    env.update(PYTHONUNBUFFERED="1", POWERTOOLS_METRICS_DISABLED="true", **(environment or {}))
     command = [sys.executable, "-m", "objectlog.tools.cli", "dev", "--port", str(port)]
     return subprocess.Popen(
         [*command, "--api-port", str(api_port), "--kafka-port", str(kafka_port), *options],

@@ -5,6 +5,11 @@ Like `sam local start-api`: each request becomes the event API Gateway would sen
 pathParameters, requestContext, base64 body for binary content) plus a Lambda context, and the
 handler's result (statusCode, headers, cookies, body, isBase64Encoded) becomes the response.
 Requests that match no route go to the default target, as a `$default` route does.
+
+A route may have a Lambda REQUEST authorizer (payload format 2.0, simple responses), run as API
+Gateway runs it: 401 without calling it when an identity source header is missing or empty; else
+it is invoked with the request's authorizer event, and answers 403 when it says no, 500 when it
+fails; its context reaches the route's handler as ``requestContext.authorizer.lambda``.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -47,6 +52,15 @@ class Route:
         pattern = "^" + re.sub(r"\{[^/}]+\}", "([^/]+)", greedy) + "$"
         found = re.match(pattern, path)
         return dict(zip(names, found.groups(), strict=True)) if found else None
+
+
+@dataclass(frozen=True)
+class RequestAuthorizer:
+    """A route's Lambda REQUEST authorizer: the target that runs it and the headers that are its
+    identity sources (``$request.header.Authorization``: authorization)."""
+
+    target: str
+    identity_headers: tuple[str, ...] = ("authorization",)
 
 
 @dataclass
@@ -140,6 +154,23 @@ def build_event(
     return event
 
 
+def authorizer_event(event: dict[str, Any], identity: list[str], route_arn: str) -> dict[str, Any]:
+    """The event API Gateway sends a REQUEST authorizer (payload 2.0) for a request's event: the
+    request without its body, its identity source values and the route's ARN."""
+    kept = {k: v for k, v in event.items() if k not in ("body", "isBase64Encoded")}
+    return {**kept, "type": "REQUEST", "routeArn": route_arn, "identitySource": identity}
+
+
+def route_arn(event: dict[str, Any]) -> str:
+    """arn:aws:execute-api:<region>:<account>:<api>/<stage>/<method><path>, as API Gateway names
+    the route a request took."""
+    context = event["requestContext"]
+    return (
+        f"arn:aws:execute-api:us-east-1:{context['accountId']}:{context['apiId']}/"
+        f"{context['stage']}/{context['http']['method']}{event['rawPath']}"
+    )
+
+
 def to_response(result: dict[str, Any] | Any) -> WsgiResponse:
     if not isinstance(result, dict) or "statusCode" not in result:
         # payload v2 lets a function return a bare JSON value: 200 with it as the body
@@ -171,13 +202,16 @@ class LocalGateway:
         default_target: str | None = None,
         timeout_s: float = 30.0,
         request_log: Callable[[str], None] | None = None,
+        authorizers: Mapping[str, RequestAuthorizer] | None = None,
     ) -> None:
-        """request_log: called with one line per request (method, path, status, ms)."""
+        """request_log: called with one line per request (method, path, status, ms);
+        authorizers: by route key ("$default" included), the routes' Lambda authorizers."""
         self.routes = list(routes)
         self.targets = targets
         self.default_target = default_target
         self.timeout_s = timeout_s
         self.request_log = request_log
+        self.authorizers = dict(authorizers or {})
         self._server = BackgroundWsgiServer("local-gateway")
 
     def __call__(
@@ -202,11 +236,37 @@ class LocalGateway:
         if target is None:
             return json_error(404, "Not Found")
         event = build_event(request, route, parameters)
+        authorizer = self.authorizers.get(route.key if route else "$default")
+        if authorizer is not None:
+            refused = self._authorize(authorizer, event)
+            if refused is not None:
+                return refused
         context = LambdaContext(function_name=target, timeout_s=self.timeout_s)
         try:
             return to_response(self.targets[target](event, context))
         except Exception:  # what API Gateway answers when the integration fails
             return json_error(500, "Internal Server Error")
+
+    def _authorize(
+        self, authorizer: RequestAuthorizer, event: dict[str, Any]
+    ) -> WsgiResponse | None:
+        """Run the route's authorizer as API Gateway does: None when it allows the request
+        (its context then in the event), else API Gateway's answer."""
+        identity = [event["headers"].get(name, "") for name in authorizer.identity_headers]
+        if not all(value.strip() for value in identity):
+            return json_error(401, "Unauthorized")
+        context = LambdaContext(function_name=authorizer.target, timeout_s=self.timeout_s)
+        request = authorizer_event(event, identity, route_arn(event))
+        try:
+            answer = self.targets[authorizer.target](request, context)
+        except Exception:  # an authorizer that fails: API Gateway answers 500
+            return json_error(500, "Internal Server Error")
+        if not isinstance(answer, dict) or not isinstance(answer.get("isAuthorized"), bool):
+            return json_error(500, "Internal Server Error")
+        if not answer["isAuthorized"]:
+            return json_error(403, "Forbidden")
+        event["requestContext"]["authorizer"] = {"lambda": dict(answer.get("context") or {})}
+        return None
 
     def _route(self, method: str, path: str) -> tuple[Route | None, dict[str, str]]:
         for route in self.routes:
@@ -226,19 +286,34 @@ class LocalGateway:
 
 
 def local_api(
-    log_factory: Callable[[], Any], request_log: Callable[[str], None] | None = None
+    log_factory: Callable[[], Any],
+    request_log: Callable[[str], None] | None = None,
+    *,
+    registry_auth: bool = False,
 ) -> LocalGateway:
-    """The objectlog API served from this process's produce and fetch handlers."""
+    """The objectlog API served from this process's produce and fetch handlers; registry_auth:
+    the Schema Registry's routes run the authorize function first, as deployed (basic auth
+    against the log's users; bearer tokens where OBJECTLOG_JWT_* configure an issuer)."""
     from objectlog.http.app import lambda_handler
     from objectlog.http.routes import FETCH, PRODUCE, ROUTES
+    from objectlog.http.schema_registry import is_schema_registry
 
     targets = {
         PRODUCE: lambda_handler(PRODUCE, log_factory),
         FETCH: lambda_handler(FETCH, log_factory),
     }
+    routes = [Route(m, p, t) for m, p, t in ROUTES]
+    authorizers: dict[str, RequestAuthorizer] = {}
+    if registry_auth:
+        from objectlog.functions.authorize import FUNCTION, authorizer_handler
+
+        targets[FUNCTION] = authorizer_handler(lambda: log_factory().items.documents)
+        registry = [r for r in routes if is_schema_registry(r.path)]
+        authorizers = {r.key: RequestAuthorizer(FUNCTION) for r in registry}
     return LocalGateway(
-        [Route(m, p, t) for m, p, t in ROUTES],
+        routes,
         targets,
         default_target=FETCH,
         request_log=request_log,
+        authorizers=authorizers,
     )

@@ -4,6 +4,9 @@ locals {
   api_functions = toset(distinct(concat(values(local.routes), ["fetch"])))
   # AWS_IAM by default: callers sign with SigV4 (the Python client and CLI do, see docs/api.md).
   authorization_type = var.jwt_authorizer == null ? "AWS_IAM" : "JWT"
+  # The Schema Registry's routes: Confluent's clients cannot sign SigV4, they send basic auth or
+  # a bearer token, which the authorize function checks (docs/schemas.md, Authentication).
+  registry_routes = toset([for key in keys(local.routes) : key if startswith(split(" ", key)[1], "/schema-registry")])
 }
 
 resource "aws_apigatewayv2_api" "http" {
@@ -26,6 +29,20 @@ resource "aws_apigatewayv2_authorizer" "jwt" {
   }
 }
 
+# Basic auth against objectlog's users (the Kafka agent's SCRAM credentials) and, with
+# var.jwt_authorizer, bearer tokens of that issuer. API Gateway answers 401 itself without an
+# Authorization header, and caches each answer per header value for registry_auth_cache_s.
+resource "aws_apigatewayv2_authorizer" "registry" {
+  api_id                            = aws_apigatewayv2_api.http.id
+  name                              = "${var.name}-registry"
+  authorizer_type                   = "REQUEST"
+  authorizer_uri                    = aws_lambda_function.function["authorize"].invoke_arn
+  authorizer_payload_format_version = "2.0"
+  enable_simple_responses           = true
+  identity_sources                  = ["$request.header.Authorization"]
+  authorizer_result_ttl_in_seconds  = var.registry_auth_cache_s
+}
+
 resource "aws_apigatewayv2_integration" "function" {
   for_each               = local.api_functions
   api_id                 = aws_apigatewayv2_api.http.id
@@ -42,8 +59,11 @@ resource "aws_apigatewayv2_route" "route" {
   api_id             = aws_apigatewayv2_api.http.id
   route_key          = each.key
   target             = "integrations/${aws_apigatewayv2_integration.function[each.value].id}"
-  authorization_type = local.authorization_type
-  authorizer_id      = var.jwt_authorizer == null ? null : aws_apigatewayv2_authorizer.jwt[0].id
+  authorization_type = contains(local.registry_routes, each.key) ? "CUSTOM" : local.authorization_type
+  authorizer_id = (
+    contains(local.registry_routes, each.key) ? aws_apigatewayv2_authorizer.registry.id :
+    var.jwt_authorizer == null ? null : aws_apigatewayv2_authorizer.jwt[0].id
+  )
 }
 
 # Anything no route matches goes to fetch, which answers 404 or 405 with an Allow header.
@@ -100,4 +120,13 @@ resource "aws_lambda_permission" "api" {
   function_name = aws_lambda_function.function[each.key].function_name
   principal     = "apigateway.amazonaws.com"
   source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
+}
+
+# API Gateway may invoke the authorizer, for this API's registry authorizer only.
+resource "aws_lambda_permission" "authorizer" {
+  statement_id  = "AllowHttpApiAuthorizer"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.function["authorize"].function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/authorizers/${aws_apigatewayv2_authorizer.registry.id}"
 }

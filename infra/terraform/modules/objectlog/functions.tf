@@ -1,4 +1,4 @@
-# ---- Lambda: one layer (lib/objectlog + its dependencies), three small function packages -----
+# ---- Lambda: one layer (lib/objectlog + its dependencies), four small function packages ------
 #
 # `python -m objectlog.tools.packaging` builds package_dir: layer.zip holds python/objectlog and the
 # wheels for linux arm64 (about 60 MB zipped, so it goes through S3: Lambda takes at most
@@ -37,11 +37,11 @@ resource "aws_cloudwatch_log_group" "function" {
 }
 
 resource "aws_lambda_function" "function" {
-  #checkov:skip=CKV_AWS_116:produce and fetch are invoked synchronously by API Gateway (a DLQ applies to asynchronous invokes only); a failed scheduled compact run is simply retried by the next schedule, and the Errors alarm reports it.
-  #checkov:skip=CKV_AWS_117:The functions reach only S3 and DynamoDB over their public endpoints; a VPC would add NAT or endpoints and cold-start cost for nothing they need.
+  #checkov:skip=CKV_AWS_116:produce, fetch and authorize are invoked synchronously by API Gateway (a DLQ applies to asynchronous invokes only); a failed scheduled compact run is simply retried by the next schedule, and the Errors alarm reports it.
+  #checkov:skip=CKV_AWS_117:The functions reach only S3 and DynamoDB over their public endpoints (and authorize a token issuer's published keys); a VPC would add NAT or endpoints and cold-start cost for nothing they need.
   #checkov:skip=CKV_AWS_173:The environment holds only resource names and tuning numbers, no secrets; Lambda encrypts it at rest with its service key.
   #checkov:skip=CKV_AWS_272:Code signing needs an AWS Signer profile per account; the package is built reproducibly (objectlog.tools.packaging) and pinned by source_code_hash.
-  #checkov:skip=CKV_AWS_115:produce and fetch default to the account's unreserved pool (reserving carves concurrency out of every other function); set var.api_reserved_concurrency to reserve. compact is reserved to 1.
+  #checkov:skip=CKV_AWS_115:produce, fetch and authorize default to the account's unreserved pool (reserving carves concurrency out of every other function); set var.api_reserved_concurrency to reserve. compact is reserved to 1.
   for_each      = local.functions
   function_name = "${var.name}-${each.key}"
   description   = each.value.description

@@ -65,6 +65,16 @@ locals {
       "dynamodb:PutItem",
       "dynamodb:UpdateItem",
     ]
+    # the users' document (GetItem), and only that item: see dynamodb_leading_keys
+    authorize = ["dynamodb:GetItem"]
+  }
+
+  # Functions confined to named items of the table (IAM's dynamodb:LeadingKeys, the partition
+  # key). The users' document: objectlog.stores.documents.document_key("kafka-users", "all"),
+  # the kind and name objectlog.kafka.users keeps them under (tests/e2e/test_terraform.py
+  # checks the two agree).
+  dynamodb_leading_keys = {
+    authorize = ["doc#kafka-users#all"]
   }
 
   # S3 statements per function: (actions, resources), scoped to the key layout.
@@ -79,6 +89,7 @@ locals {
     fetch = [
       { sid = "ReadSegmentsAndIndex", actions = ["s3:GetObject"], resources = [local.object_arns.l0, local.object_arns.index, local.object_arns.topics] },
     ]
+    authorize = []
     compact = [
       # Segments and index; the tables' metadata (pyiceberg's S3 FileIO reads it back).
       { sid = "ReadSegmentsAndIndex", actions = ["s3:GetObject"], resources = values(local.object_arns) },
@@ -99,10 +110,19 @@ data "aws_iam_policy_document" "function" {
     sid       = "State"
     actions   = local.dynamodb_actions[each.key]
     resources = [aws_dynamodb_table.state.arn]
+
+    dynamic "condition" {
+      for_each = contains(keys(local.dynamodb_leading_keys), each.key) ? [local.dynamodb_leading_keys[each.key]] : []
+      content {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:LeadingKeys"
+        values   = condition.value
+      }
+    }
   }
 
   dynamic "statement" {
-    for_each = concat(local.s3_statements[each.key], local.glue_statements[each.key])
+    for_each = concat(local.s3_statements[each.key], lookup(local.glue_statements, each.key, []))
     content {
       sid       = statement.value.sid
       actions   = statement.value.actions

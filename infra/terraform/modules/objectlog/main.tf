@@ -1,6 +1,7 @@
-# objectlog on AWS: an S3 bucket (segments, manifests), a DynamoDB table (state), three Lambda
-# functions (produce and fetch behind an API Gateway HTTP API, compact on an EventBridge
-# schedule), one least-privilege role per function, log groups and alarms.
+# objectlog on AWS: an S3 bucket (segments, manifests), a DynamoDB table (state), four Lambda
+# functions (produce and fetch behind an API Gateway HTTP API, authorize guarding its Schema
+# Registry routes, compact on an EventBridge schedule), one least-privilege role per function,
+# log groups and alarms.
 
 data "aws_caller_identity" "current" {}
 data "aws_region" "current" {}
@@ -44,9 +45,10 @@ locals {
   }
   # Which function reads which setting (objectlog.config, api.idempotency, api.compact).
   settings_by_function = {
-    produce = ["delete_grace_ms", "idempotency_expiry_s"]
-    fetch   = ["delete_grace_ms"]
-    compact = ["delete_grace_ms", "compact_target_file_mib", "compact_row_group_mib", "compact_max_mib_per_run", "gc_min_age_ms"]
+    produce   = ["delete_grace_ms", "idempotency_expiry_s"]
+    fetch     = ["delete_grace_ms"]
+    compact   = ["delete_grace_ms", "compact_target_file_mib", "compact_row_group_mib", "compact_max_mib_per_run", "gc_min_age_ms"]
+    authorize = []
   }
 
   common_env = merge(
@@ -79,7 +81,29 @@ locals {
       # One run at a time: runs are fenced by leases anyway, a second one would only skip.
       concurrency = 1
     }
+    # A function of its own rather than a mode of fetch: its role may read one item (the users'
+    # document), where fetch's may write groups and read segments; and it stays small (no
+    # pyarrow work, 512 MB: a first check of a password is one PBKDF2 of 8192 rounds).
+    authorize = {
+      description = "objectlog HTTP API: the Schema Registry routes' authorizer (basic auth, bearer JWTs)"
+      memory      = 512
+      timeout     = 10 # API Gateway waits at most 10 s for an authorizer
+      concurrency = var.api_reserved_concurrency
+    }
   }
+
+  # The authorizer's settings (objectlog.functions.authorize): its in-process cache as long as
+  # API Gateway's, and the JWT issuer whose bearer tokens it accepts, if one is configured.
+  authorizer_env = merge(
+    { OBJECTLOG_AUTH_CACHE_S = tostring(var.registry_auth_cache_s) },
+    var.jwt_authorizer == null ? {} : {
+      OBJECTLOG_JWT_ISSUER   = var.jwt_authorizer.issuer
+      OBJECTLOG_JWT_AUDIENCE = join(",", var.jwt_authorizer.audience)
+    },
+    try(var.jwt_authorizer.jwks_url, null) == null ? {} : {
+      OBJECTLOG_JWT_JWKS_URL = var.jwt_authorizer.jwks_url
+    },
+  )
 
   # Kafka's auto.create.topics.enable and num.partitions: the doors that create topics on first
   # use read them (the produce function and the Kafka agent).
@@ -97,6 +121,7 @@ locals {
       },
       fn == "compact" ? local.tables_env : {},
       fn == "produce" ? local.topic_creation_env : {},
+      fn == "authorize" ? local.authorizer_env : {},
     )
   }
 

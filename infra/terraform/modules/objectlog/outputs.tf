@@ -4,7 +4,7 @@ output "api_id" {
 }
 
 output "api_endpoint" {
-  description = "Base URL of the HTTP API (OBJECTLOG_API_URL; requests are SigV4-signed for execute-api unless a JWT authorizer is configured)."
+  description = "Base URL of the HTTP API (OBJECTLOG_API_URL; requests are SigV4-signed for execute-api unless a JWT authorizer is configured; the Schema Registry at <url>/schema-registry takes basic auth or a bearer token)."
   value       = aws_apigatewayv2_api.http.api_endpoint
 }
 
@@ -39,7 +39,7 @@ output "key_prefix" {
 }
 
 output "functions" {
-  description = "Function name by role: produce, fetch, compact."
+  description = "Function name by role: produce, fetch, compact, authorize."
   value       = { for fn, f in aws_lambda_function.function : fn => f.function_name }
 }
 

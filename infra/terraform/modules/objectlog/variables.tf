@@ -86,16 +86,28 @@ variable "kms_key_arn" {
 }
 
 variable "jwt_authorizer" {
-  description = "Optional JWT authorizer (e.g. Cognito or any OIDC issuer) used instead of IAM (SigV4) authorization on every route."
+  description = "Optional JWT authorizer (e.g. Cognito or any OIDC issuer) used instead of IAM (SigV4) authorization on every route but the Schema Registry's, whose authorizer then also accepts this issuer's bearer tokens. jwks_url: where its keys are, when not at the URL its OpenID discovery document names or at <issuer>/.well-known/jwks.json."
   type = object({
     issuer   = string
     audience = list(string)
+    jwks_url = optional(string)
   })
   default = null
 
   validation {
     condition     = var.jwt_authorizer == null || (startswith(try(var.jwt_authorizer.issuer, ""), "https://") && length(try(var.jwt_authorizer.audience, [])) > 0)
     error_message = "jwt_authorizer.issuer must be an https:// URL and audience must name at least one audience."
+  }
+}
+
+variable "registry_auth_cache_s" {
+  description = "Seconds an answer of the Schema Registry routes' authorizer is reused, per Authorization header value: by API Gateway (authorizer_result_ttl_in_seconds) and by the authorize function itself. A deleted user or a changed password may keep working this long; a token is never reused past its exp in the function, but API Gateway's cache does not look at exp. 0 turns both caches off (every request then invokes the authorizer)."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.registry_auth_cache_s >= 0 && var.registry_auth_cache_s <= 3600 && floor(var.registry_auth_cache_s) == var.registry_auth_cache_s
+    error_message = "registry_auth_cache_s must be whole seconds from 0 to 3600 (API Gateway's limit)."
   }
 }
 

@@ -69,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--require-auth",
         action="store_true",
         help="serve: answer 403/401 without a SigV4 / bearer Authorization header, as the "
-        "deployed routes would (the Python client signs only non-loopback URLs)",
+        "deployed routes would (the Python client signs only non-loopback URLs), and run the "
+        "Schema Registry routes' deployed authorizer (basic auth of objectlog users)",
     )
     args = parser.parse_args(argv)
     if args.command == "routes":

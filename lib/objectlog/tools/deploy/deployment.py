@@ -33,20 +33,37 @@ from objectlog.tools.deploy.policies import (
     role_statements,
 )
 from objectlog.tools.deploy.recording import CallRecorder, install_hook
-from objectlog.tools.gateway import LambdaContext, LocalGateway, Route, json_error
+from objectlog.tools.gateway import (
+    Handler,
+    LambdaContext,
+    LocalGateway,
+    RequestAuthorizer,
+    Route,
+    json_error,
+)
 from objectlog.tools.packaging import handler_library_files
 from objectlog.tools.project import Project, find_project
 
+HEADER_SOURCE = "$request.header."  # an identity source naming a request header
+
 
 class DeployedGateway(LocalGateway):
-    """The local gateway with the deployed routes' authorization: an AWS_IAM route needs a SigV4
+    """The local gateway with the deployed routes' authorization: a CUSTOM route runs its
+    deployed Lambda authorizer for real (LocalGateway); an AWS_IAM route needs a SigV4
     Authorization header and a JWT route a bearer token (neither is verified: there are no
-    real credentials here), as API Gateway answers 403 / 401 without them."""
+    real AWS credentials or issuer here), as API Gateway answers 403 / 401 without them."""
 
     def __init__(
-        self, *args: Any, authorization: Mapping[str, str], require_auth: bool = True, **kwargs: Any
+        self,
+        routes: Sequence[Route],
+        targets: dict[str, Handler],
+        *,
+        authorization: Mapping[str, str],
+        authorizers: Mapping[str, RequestAuthorizer],
+        require_auth: bool = True,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(routes, targets, authorizers=authorizers if require_auth else {}, **kwargs)
         self.authorization = dict(authorization)
         self.require_auth = require_auth
 
@@ -101,6 +118,7 @@ class Deployment:
         self.api_id = str(self.outputs["api_id"])
         self.routes: list[Route] = []
         self.authorization: dict[str, str] = {}
+        self.authorizers: dict[str, RequestAuthorizer] = {}  # by route key: CUSTOM routes'
         self.default_target: str | None = None
         self._read_api()
 
@@ -120,6 +138,8 @@ class Deployment:
                 raise DeployError(f"route {key!r} targets a missing integration {target!r}")
             function = self._integration_function(key, integration)
             self.authorization[key] = route.get("AuthorizationType", "NONE")
+            if self.authorization[key] == "CUSTOM":
+                self.authorizers[key] = self._request_authorizer(key, route.get("AuthorizerId"))
             self._check_invoke_permission(
                 function, "apigateway.amazonaws.com", self._route_arn(key)
             )
@@ -148,6 +168,37 @@ class Deployment:
             return f"{base}/$default"
         method, _, path = route_key.partition(" ")
         return f"{base}/{method}{path}"
+
+    def _request_authorizer(self, key: str, authorizer_id: str | None) -> RequestAuthorizer:
+        """A CUSTOM route's Lambda authorizer as the gateway runs it: payload 2.0, simple
+        responses, header identity sources, and a function API Gateway may invoke for it."""
+        if not authorizer_id:
+            raise DeployError(f"route {key!r} is CUSTOM but names no authorizer")
+        found = self.apigw.get_authorizer(ApiId=self.api_id, AuthorizerId=authorizer_id)
+        name = found.get("Name", authorizer_id)
+        expected = {
+            "AuthorizerType": "REQUEST",
+            "AuthorizerPayloadFormatVersion": "2.0",
+            "EnableSimpleResponses": True,
+        }
+        for field, value in expected.items():
+            if found.get(field) != value:
+                raise DeployError(
+                    f"authorizer {name}: {field} is {found.get(field)!r}, not {value!r}"
+                )
+        sources = list(found.get("IdentitySource") or [])
+        if not sources or not all(s.startswith(HEADER_SOURCE) for s in sources):
+            raise DeployError(f"authorizer {name}: identity sources {sources} are not all headers")
+        headers = tuple(s.removeprefix(HEADER_SOURCE).lower() for s in sources)
+        uri = found.get("AuthorizerUri", "")
+        matched = re.search(r"functions/(arn:[^/]+)/invocations", uri)
+        function = self.function(matched.group(1) if matched else uri)
+        authorizer_arn = (
+            f"arn:aws:execute-api:{self.region}:{self.account}:{self.api_id}/authorizers/"
+            f"{authorizer_id}"
+        )
+        self._check_invoke_permission(function, "apigateway.amazonaws.com", authorizer_arn)
+        return RequestAuthorizer(function.name, headers)
 
     def _integration_function(self, key: str, integration: Mapping[str, Any]) -> DeployedFunction:
         if integration.get("IntegrationType") != "AWS_PROXY":
@@ -271,6 +322,7 @@ class Deployment:
             default_target=self.default_target,
             timeout_s=timeout,
             authorization=self.authorization,
+            authorizers=self.authorizers,
             require_auth=require_auth,
         )
 
@@ -314,5 +366,7 @@ class Deployment:
         for name, function in sorted(self.functions.items()):
             role = function.role_arn.rsplit("/", 1)[-1]
             statements = role_statements(self.iam, role)
-            reports.append(check_policy(name, role, statements, self.recorder.calls.get(name, ())))
+            calls = self.recorder.calls.get(name, ())
+            keys = self.recorder.leading_keys.get(name, {})
+            reports.append(check_policy(name, role, statements, calls, keys))
         return reports

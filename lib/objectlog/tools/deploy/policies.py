@@ -1,6 +1,12 @@
 """The IAM evaluator: the (action, resource) an API call is authorized as, policy statements
-with IAM's wildcards (explicit Deny wins, then any Allow; conditions are not evaluated), a
-role's policies checked against the calls its function made, and Lambda invoke permissions."""
+with IAM's wildcards (explicit Deny wins, then any Allow), a role's policies checked against
+the calls its function made, and Lambda invoke permissions.
+
+One kind of condition is evaluated: ``ForAllValues:StringEquals`` on ``dynamodb:LeadingKeys``,
+which confines a role to named items of the table (the authorize function reads the users'
+document only). A call's leading keys are the partition key values its request names, kept per
+(action, resource) over a whole run; the condition holds when all of them are among the
+statement's values. Any other condition makes the check fail (it cannot prove the Allow)."""
 
 from __future__ import annotations
 
@@ -18,6 +24,45 @@ from objectlog.tools.deploy import DeployError
 class Call:
     action: str  # s3:GetObject
     resource: str  # arn:aws:s3:::bucket/key
+
+
+PARTITION_KEY = "pk"  # objectlog's table: pk (HASH), sk (RANGE) (adapters.dynamodb)
+LEADING_KEYS = "dynamodb:leadingkeys"
+EVALUATED_TEST = "forallvalues:stringequals"
+# DynamoDB request parameters that hold whole keys or items, by operation
+_KEY_PARAMS = {"GetItem": "Key", "DeleteItem": "Key", "UpdateItem": "Key", "PutItem": "Item"}
+_BATCH_PARAMS = {
+    "Get": "Key",
+    "Put": "Item",
+    "Update": "Key",
+    "Delete": "Key",
+    "ConditionCheck": "Key",
+    "PutRequest": "Item",
+    "DeleteRequest": "Key",
+}
+
+
+def leading_keys(service: str, operation: str, params: Mapping[str, Any]) -> frozenset[str]:
+    """The partition key values a DynamoDB request names (IAM's dynamodb:LeadingKeys)."""
+    if service != "dynamodb":
+        return frozenset()
+    items: list[Mapping[str, Any]] = []
+    if operation in _KEY_PARAMS:
+        items.append(params.get(_KEY_PARAMS[operation], {}))
+    elif operation == "BatchGetItem":
+        items += [k for t in params.get("RequestItems", {}).values() for k in t.get("Keys", [])]
+    elif operation in ("BatchWriteItem", "TransactWriteItems", "TransactGetItems"):
+        requests = params.get("TransactItems") or [
+            r for t in params.get("RequestItems", {}).values() for r in t
+        ]
+        items += [
+            body[_BATCH_PARAMS[kind]]
+            for request in requests
+            for kind, body in request.items()
+            if kind in _BATCH_PARAMS
+        ]
+    values = (item.get(PARTITION_KEY, {}) for item in items)
+    return frozenset(str(v["S"]) for v in values if "S" in v)
 
 
 def iam_calls(
@@ -125,12 +170,27 @@ def _as_list(value: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Condition:
+    test: str  # ForAllValues:StringEquals
+    key: str  # dynamodb:LeadingKeys
+    values: tuple[str, ...]
+
+    @property
+    def evaluated(self) -> bool:
+        return (self.test.lower(), self.key.lower()) == (EVALUATED_TEST, LEADING_KEYS)
+
+    def holds(self, keys: frozenset[str]) -> bool:
+        """ForAllValues: every leading key is one of the values (as IAM, also when none is)."""
+        return keys <= set(self.values)
+
+
+@dataclass(frozen=True)
 class Statement:
     effect: str
     actions: tuple[str, ...]
     resources: tuple[str, ...]
     sid: str = ""
-    has_condition: bool = False
+    conditions: tuple[Condition, ...] = ()
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> Statement:
@@ -142,12 +202,25 @@ class Statement:
             actions=tuple(_as_list(raw.get("Action"))),
             resources=tuple(_as_list(raw.get("Resource"))),
             sid=raw.get("Sid", ""),
-            has_condition=bool(raw.get("Condition")),
+            conditions=tuple(
+                Condition(test, key, tuple(_as_list(values)))
+                for test, by_key in (raw.get("Condition") or {}).items()
+                for key, values in by_key.items()
+            ),
         )
 
-    def matches(self, call: Call) -> bool:
-        return any(wildcard_match(a, call.action, ignore_case=True) for a in self.actions) and any(
-            wildcard_match(r, call.resource) for r in self.resources
+    @property
+    def unevaluated(self) -> bool:
+        """Whether a condition of it is one this check cannot evaluate."""
+        return any(not c.evaluated for c in self.conditions)
+
+    def matches(self, call: Call, keys: frozenset[str] = frozenset()) -> bool:
+        """Whether it applies to call with these leading keys (conditions not evaluated are
+        taken to hold: the report lists their statements)."""
+        return (
+            any(wildcard_match(a, call.action, ignore_case=True) for a in self.actions)
+            and any(wildcard_match(r, call.resource) for r in self.resources)
+            and all(c.holds(keys) for c in self.conditions if c.evaluated)
         )
 
 
@@ -165,11 +238,13 @@ def _as_list_of_dicts(value: Any) -> list[Mapping[str, Any]]:
     return [value] if isinstance(value, Mapping) else list(value or [])
 
 
-def allowed(statements: Sequence[Statement], call: Call) -> bool:
-    """Explicit deny wins, then any allow; conditions are not evaluated (see check_policies)."""
-    if any(s.effect == "Deny" and s.matches(call) for s in statements):
+def allowed(
+    statements: Sequence[Statement], call: Call, keys: frozenset[str] = frozenset()
+) -> bool:
+    """Explicit deny wins, then any allow (keys: the call's leading keys)."""
+    if any(s.effect == "Deny" and s.matches(call, keys) for s in statements):
         return False
-    return any(s.effect == "Allow" and s.matches(call) for s in statements)
+    return any(s.effect == "Allow" and s.matches(call, keys) for s in statements)
 
 
 @dataclass
@@ -181,7 +256,7 @@ class PolicyReport:
     unused_actions: list[str]  # granted, never called, not a runtime action
     unused_grants: list[tuple[str, str]]  # (action, resource pattern) no call matched
     wildcard_problems: list[str]  # "*" actions, "*" resources where the API takes others
-    conditions: list[str]  # sids of statements with conditions (not evaluated)
+    conditions: list[str]  # sids of statements with conditions this check cannot evaluate
 
     @property
     def ok(self) -> bool:
@@ -234,9 +309,15 @@ def role_statements(iam: Any, role_name: str) -> list[Statement]:
 
 
 def check_policy(
-    function: str, role: str, statements: Sequence[Statement], calls: Iterable[Call]
+    function: str,
+    role: str,
+    statements: Sequence[Statement],
+    calls: Iterable[Call],
+    keys: Mapping[Call, Iterable[str]] | None = None,
 ) -> PolicyReport:
+    """keys: the leading keys each call named over the run (CallRecorder.leading_keys)."""
     recorded = sorted(set(calls))
+    keys_of = {call: frozenset(named) for call, named in (keys or {}).items()}
     called_actions = {c.action.lower() for c in recorded}
     granted: list[tuple[str, str]] = []
     wildcard_problems: list[str] = []
@@ -272,11 +353,11 @@ def check_policy(
         function=function,
         role=role,
         calls=recorded,
-        denied=[c for c in recorded if not allowed(statements, c)],
+        denied=[c for c in recorded if not allowed(statements, c, keys_of.get(c, frozenset()))],
         unused_actions=unused_actions,
         unused_grants=unused_grants,
         wildcard_problems=wildcard_problems,
-        conditions=[s.sid for s in statements if s.has_condition],
+        conditions=[s.sid for s in statements if s.unevaluated],
     )
 
 

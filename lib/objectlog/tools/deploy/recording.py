@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import botocore.handlers
 
-from objectlog.tools.deploy.policies import Call, iam_calls
+from objectlog.tools.deploy.policies import Call, iam_calls, leading_keys
 
 
 class CallRecorder:
@@ -28,6 +28,8 @@ class CallRecorder:
     def __init__(self, account: str) -> None:
         self.account = account
         self.calls: dict[str, set[Call]] = defaultdict(set)
+        # the partition keys each call named (IAM's dynamodb:LeadingKeys), per function
+        self.leading_keys: dict[str, dict[Call, set[str]]] = defaultdict(lambda: defaultdict(set))
         self.counts: dict[str, int] = defaultdict(int)
         # calls made on other threads than the invocation's (a fetch's concurrent reads)
         self.other_thread_counts: dict[str, int] = defaultdict(int)
@@ -44,8 +46,10 @@ class CallRecorder:
     def record(
         self, function: str, service: str, operation: str, params: Mapping[str, Any], region: str
     ) -> None:
+        keys = leading_keys(service, operation, params)
         for call in iam_calls(service, operation, params, region, self.account):
             self.calls[function].add(call)
+            self.leading_keys[function][call] |= keys
         self.counts[function] += 1
         if threading.get_ident() != self._invocation_thread:
             self.other_thread_counts[function] += 1
