@@ -8,6 +8,7 @@ keeps each one's last five batches (stores.kafka_window). Transactions are not o
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +24,8 @@ from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.services.append import PartitionBatch
 from objectlog.stores.metadata import KafkaSequence
+
+logger = logging.getLogger(__name__)
 
 LOG_APPEND_TIME = 1
 NO_PRODUCER = -1
@@ -133,6 +136,11 @@ class ProduceApi:
     async def init_producer_id(self, request: Request) -> dict[str, Any]:
         body = request.body
         if body.transactional_id is not None:  # transactions are not offered (docs/kafka.md)
+            logger.warning(
+                "InitProducerId refused (INVALID_REQUEST) for transactional.id %r: objectlog's "
+                "agent does not offer transactions yet (docs/kafka.md)",
+                body.transactional_id,
+            )
             return {
                 "throttle_time": 0,
                 "error_code": ErrorCode.invalid_request,
