@@ -139,6 +139,49 @@ class ProducerFenced(ObjectLogError):
     kind = ErrorKind.CONFLICT
 
 
+class TransactionalIdFenced(ProducerFenced):
+    """A newer epoch of the producer holds the transactional id: a new instance called
+    InitProducerId, or the coordinator aborted a transaction that outlived its timeout (Kafka's
+    PRODUCER_FENCED, fatal to the producer)."""
+
+
+class InvalidProducerIdMapping(ObjectLogError):
+    """The transactional id is unknown (or expired), or held by another producer id: call
+    InitProducerId (Kafka's INVALID_PRODUCER_ID_MAPPING)."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class InvalidTxnState(ObjectLogError):
+    """The transaction's state refuses the request: EndTxn with nothing begun or against the
+    decision taken, offsets for a group not added (Kafka's INVALID_TXN_STATE)."""
+
+    kind = ErrorKind.CONFLICT
+
+
+class ConcurrentTransactions(ObjectLogError):
+    """The transaction is decided and being completed, or changed under every attempt: retry
+    shortly (Kafka's CONCURRENT_TRANSACTIONS)."""
+
+    kind = ErrorKind.RETRIABLE
+
+
+class InvalidTransactionTimeout(InvalidRequest):
+    """A transaction timeout not above 0 or above transaction.max.timeout.ms (Kafka's
+    INVALID_TRANSACTION_TIMEOUT)."""
+
+
+class TransactionTooLarge(InvalidRequest):
+    """A transaction would hold more partitions, groups or pending offsets than its item may
+    (the message says which); nothing changed."""
+
+
+class TransactionalIdNotFound(ObjectLogError):
+    """No transactional id of that name, or it expired (Kafka's TRANSACTIONAL_ID_NOT_FOUND)."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
 class ConcurrentModification(ObjectLogError):
     """Another writer changed the item first; re-read and try again."""
 

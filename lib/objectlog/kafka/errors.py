@@ -6,13 +6,17 @@ from kio.schema.errors import ErrorCode
 
 from objectlog.errors import (
     CommitFailed,
+    ConcurrentTransactions,
     GroupNotEmpty,
     GroupNotFound,
     InconsistentGroupProtocol,
     InvalidConfig,
+    InvalidProducerIdMapping,
     InvalidRecord,
     InvalidRequest,
     InvalidTopicName,
+    InvalidTransactionTimeout,
+    InvalidTxnState,
     ObjectLogError,
     OffsetOutOfRange,
     OutOfOrderSequence,
@@ -22,13 +26,19 @@ from objectlog.errors import (
     StorageUnavailable,
     TopicExists,
     TopicNotFound,
+    TransactionalIdFenced,
+    TransactionalIdNotFound,
     UnknownMemberId,
     UnknownOutcome,
     UnknownPartition,
 )
 from objectlog.kafka.batches import InvalidBatch
 
-# Most specific first: InvalidTopicName, InvalidConfig and PolicyViolation are InvalidRequests.
+# Most specific first: InvalidTopicName, InvalidConfig, PolicyViolation and
+# InvalidTransactionTimeout are InvalidRequests, TransactionalIdFenced a ProducerFenced. The
+# coordinator's fencing is PRODUCER_FENCED (KIP-588); the versions before KIP-588's
+# (InitProducerId < 4; AddPartitionsToTxn, AddOffsetsToTxn and EndTxn < 2; TxnOffsetCommit < 3)
+# get INVALID_PRODUCER_EPOCH instead, as Kafka answers them: the handlers' choice.
 CODES: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (TopicNotFound, ErrorCode.unknown_topic_or_partition),
     (UnknownPartition, ErrorCode.unknown_topic_or_partition),
@@ -40,7 +50,13 @@ CODES: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (PolicyViolation, ErrorCode.policy_violation),
     (TopicExists, ErrorCode.topic_already_exists),
     (OutOfOrderSequence, ErrorCode.out_of_order_sequence_number),
+    (TransactionalIdFenced, ErrorCode.producer_fenced),
     (ProducerFenced, ErrorCode.invalid_producer_epoch),
+    (InvalidProducerIdMapping, ErrorCode.invalid_producer_id_mapping),
+    (InvalidTxnState, ErrorCode.invalid_txn_state),
+    (ConcurrentTransactions, ErrorCode.concurrent_transactions),
+    (InvalidTransactionTimeout, ErrorCode.invalid_transaction_timeout),
+    (TransactionalIdNotFound, ErrorCode.transactional_id_not_found),
     (UnknownMemberId, ErrorCode.unknown_member_id),
     (CommitFailed, ErrorCode.illegal_generation),
     (GroupNotFound, ErrorCode.group_id_not_found),

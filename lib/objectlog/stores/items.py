@@ -10,11 +10,13 @@ from objectlog.stores.documents import DocumentStore, DynamoDocumentStore, Memor
 from objectlog.stores.dynamo_groups import DynamoGroupStore
 from objectlog.stores.dynamo_metadata import DynamoMetadata
 from objectlog.stores.dynamo_schemas import DynamoSchemaStore
+from objectlog.stores.dynamo_transactions import DynamoTransactionStore
 from objectlog.stores.groups import GroupStore
 from objectlog.stores.idempotency import DynamoIdempotencyStore, IdempotencyStore
 from objectlog.stores.leases import DynamoLeaseStore, LeaseStore
 from objectlog.stores.metadata import MetadataStore
 from objectlog.stores.schemas import SchemaStore
+from objectlog.stores.transactions import TransactionStore
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class ItemStores:
     idempotency: IdempotencyStore
     documents: DocumentStore
     schemas: SchemaStore
+    transactions: TransactionStore
 
     @classmethod
     def dynamodb(cls, client: Any, table_name: str) -> ItemStores:
@@ -36,6 +39,7 @@ class ItemStores:
             DynamoIdempotencyStore(table),
             DynamoDocumentStore(table),
             DynamoSchemaStore(table),
+            DynamoTransactionStore(table),
         )
 
     @classmethod
@@ -47,6 +51,7 @@ class ItemStores:
         )
         from objectlog.stores.memory_groups import MemoryGroupStore
         from objectlog.stores.memory_schemas import MemorySchemaStore
+        from objectlog.stores.memory_transactions import MemoryTransactionStore
 
         return cls(
             MemoryMetadata(),
@@ -55,4 +60,5 @@ class ItemStores:
             MemoryIdempotencyStore(),
             MemoryDocumentStore(),
             MemorySchemaStore(),
+            MemoryTransactionStore(),
         )
