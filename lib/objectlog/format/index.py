@@ -24,6 +24,7 @@ from typing import Any
 
 LEVEL_L0 = 0
 LEVEL_L1 = 1
+LEVEL_MARKER = 9  # a transaction's commit or abort marker: one offset, no object (format.txn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,26 +39,27 @@ class SegmentRef:
     records: int
     min_timestamp: int
     max_timestamp: int
+    # A transaction's part in the ref (format.txn): a transactional batch's producer, or a
+    # marker's kind and producer; "" for everything else, and then not encoded at all.
+    txn: str = ""
 
     def encode(self) -> str:
         """The compact form kept in the head (the head is billed per KiB written)."""
-        return "|".join(
-            str(part)
-            for part in (
-                self.level,
-                self.object_id,
-                self.start,
-                self.length,
-                self.span,
-                self.records,
-                self.min_timestamp,
-                self.max_timestamp - self.min_timestamp,
-            )
-        )
+        parts = [
+            self.level,
+            self.object_id,
+            self.start,
+            self.length,
+            self.span,
+            self.records,
+            self.min_timestamp,
+            self.max_timestamp - self.min_timestamp,
+        ]
+        return "|".join(str(part) for part in ([*parts, self.txn] if self.txn else parts))
 
     @classmethod
     def decode(cls, text: str) -> SegmentRef:
-        level, object_id, start, length, span, records, min_ts, ts_range = text.split("|")
+        level, object_id, start, length, span, records, min_ts, ts_range, *txn = text.split("|")
         return cls(
             level=int(level),
             object_id=object_id,
@@ -67,6 +69,7 @@ class SegmentRef:
             records=int(records),
             min_timestamp=int(min_ts),
             max_timestamp=int(min_ts) + int(ts_range),
+            txn=txn[0] if txn else "",
         )
 
 
