@@ -54,6 +54,7 @@ from objectlog.stores.metadata import (
     pinned_head,
 )
 from objectlog.stores.name_sets import DynamoNameSet
+from objectlog.stores.txn_marks import TransactionMarks, parse_open_txns
 
 REGISTRY_KEY = {"pk": "topics", "sk": "index"}
 PRODUCER_IDS_KEY = {"pk": "kafka", "sk": "producer-ids"}
@@ -105,6 +106,7 @@ def parse_head(topic: str, partition: int, item: Mapping[str, Any]) -> Partition
         producers=parse_producers(item),
         compactor_epoch=item.get("ce"),
         item_bytes=item_size(item),
+        open_txns=parse_open_txns(item),
     )
 
 
@@ -167,10 +169,12 @@ def new_head_item(topic: Topic, partition: int) -> Item:
         "ie": 0,
         "gch": 0,
         "ps": {},
+        "oe": {},  # open transactions: producer -> epoch, and -> first offset (txn_marks)
+        "ot": {},
     }
 
 
-class DynamoMetadata(KafkaCommits, LogStartWrites):
+class DynamoMetadata(KafkaCommits, LogStartWrites, TransactionMarks):
     """Topics, partition heads and producer state in one DynamoDB table."""
 
     def __init__(self, table: DynamoTable) -> None:

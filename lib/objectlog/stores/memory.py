@@ -25,6 +25,7 @@ from objectlog.stores.metadata import (
     explain_failed_commit,
     kafka_commit,
 )
+from objectlog.stores.txn_marks import marked, opened
 
 
 class MemoryMetadata:
@@ -226,6 +227,36 @@ class MemoryMetadata:
             if raised is not None:
                 self._heads[(topic, partition)] = raised
             return start
+
+    def open_transaction(
+        self, topic: str, partition: int, *, topic_id: str, producer: str, epoch: int
+    ) -> int:
+        with self._lock:
+            head = self._heads.get((topic, partition))
+            first, new = opened(head, topic, partition, topic_id, producer, epoch)
+            if new is not None:
+                self._heads[(topic, partition)] = new
+            return first
+
+    def write_marker(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        topic_id: str,
+        producer: str,
+        epoch: int,
+        commit: bool,
+        time_ms: int,
+    ) -> int | None:
+        with self._lock:
+            head = self._heads.get((topic, partition))
+            if head is None or head.topic_id != topic_id:
+                raise TopicNotFound(f"topic {topic!r} partition {partition} no longer exists")
+            offset, new = marked(head, producer, epoch, commit, time_ms)
+            if new is not None:
+                self._heads[(topic, partition)] = new
+            return offset
 
     def raise_gc_horizon(self, topic: str, partition: int, horizon_ms: int) -> None:
         self._update_head(

@@ -79,10 +79,18 @@ class PartitionHead:
     producers: Mapping[str, ProducerState] = field(default_factory=dict)
     compactor_epoch: int | None = None
     item_bytes: int = 0  # the stored item's billed size where the store knows it (DynamoDB)
+    # producer -> (epoch, first offset) of each transaction open on the partition (txn_marks)
+    open_txns: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def high_watermark(self) -> int:
         return self.next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed stops: the first offset of the oldest open transaction, or
+        the high watermark when none is open."""
+        return min((first for _, first in self.open_txns.values()), default=self.next_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +240,29 @@ class HeadStore(Protocol):
     def raise_gc_horizon(self, topic: str, partition: int, horizon_ms: int) -> None:
         """Refuse commits of objects written at or before horizon_ms; a head already there, or
         gone, is left as it is."""
+        ...
+
+    def open_transaction(
+        self, topic: str, partition: int, *, topic_id: str, producer: str, epoch: int
+    ) -> int:
+        """Open the producer's transaction on the partition at its next offset; the first
+        offset (the same one again for the same epoch). Raises TopicNotFound,
+        ConcurrentTransactions (stores.txn_marks)."""
+        ...
+
+    def write_marker(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        topic_id: str,
+        producer: str,
+        epoch: int,
+        commit: bool,
+        time_ms: int,
+    ) -> int | None:
+        """Append the open transaction's commit or abort marker and close it; the marker's
+        offset, or None if that transaction is not open there. Raises TopicNotFound."""
         ...
 
 
