@@ -6,6 +6,7 @@ from __future__ import annotations
 from objectlog.errors import InvalidRequest
 from objectlog.format.segment import COMPRESSIONS
 from objectlog.services.fetch import FetchRequest
+from objectlog.services.isolation import ISOLATION_LEVELS
 
 
 def check_non_negative(name: str, value: object) -> None:
@@ -31,6 +32,17 @@ def check_fetch_args(
 def check_fetch_request(request: FetchRequest) -> None:
     check_fetch_args(request.partition, request.offset, request.max_bytes, request.max_records, 0)
     check_non_negative("read_ahead_bytes", request.read_ahead_bytes)
+    check_isolation_level(request.isolation)
+
+
+def check_isolation_level(isolation_level: str) -> str:
+    if isolation_level not in ISOLATION_LEVELS:
+        raise InvalidRequest(
+            f"isolation_level must be one of {', '.join(ISOLATION_LEVELS)}, got "
+            f"{isolation_level!r}",
+            field="isolation_level",
+        )
+    return isolation_level
 
 
 def check_compression(compression: str) -> str:

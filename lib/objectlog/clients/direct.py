@@ -13,6 +13,7 @@ from objectlog.clients.arguments import (
     check_compression,
     check_fetch_args,
     check_fetch_request,
+    check_isolation_level,
     check_non_negative,
 )
 from objectlog.clients.consumer import Consumer
@@ -43,6 +44,7 @@ from objectlog.services.delete_records import delete_records
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
+from objectlog.services.isolation import READ_UNCOMMITTED
 from objectlog.services.range_reads import ConcurrentReads
 from objectlog.services.recent_heads import RecentHeads
 from objectlog.stores.items import ItemStores
@@ -337,11 +339,17 @@ class ObjectLog:
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_records: int | None = None,
         max_wait_ms: int = 0,
+        isolation_level: str = READ_UNCOMMITTED,
     ) -> FetchResult:
-        """Records from offset on; at the high watermark, wait up to max_wait_ms for data."""
+        """Records from offset on; at the high watermark (the last stable offset with
+        isolation_level="read_committed": docs/transactions.md), wait up to max_wait_ms for
+        data."""
         check_fetch_args(partition, offset, max_bytes, max_records, max_wait_ms)
+        check_isolation_level(isolation_level)
         self.topic(topic)
-        request = FetchRequest(topic, partition, offset, max_bytes, max_records)
+        request = FetchRequest(
+            topic, partition, offset, max_bytes, max_records, isolation=isolation_level
+        )
         return self.reader.fetch(request, max_wait_ms)
 
     def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:

@@ -21,13 +21,19 @@ import pyarrow.compute as pc
 
 from objectlog.cache import LruCache
 from objectlog.errors import ObjectLogError, ObjectNotFound, OffsetOutOfRange, UnknownPartition
-from objectlog.format.index import LEVEL_L0, PlacedRef
+from objectlog.format.index import LEVEL_L0, LEVEL_MARKER, PlacedRef
 from objectlog.format.l1 import decode_ref
 from objectlog.format.layout import object_key
 from objectlog.format.records import Record
 from objectlog.format.segment import SCHEMA, table_to_records
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
+from objectlog.services.isolation import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    committed_plan,
+    end_of,
+)
 from objectlog.services.read_ahead import ReadAhead
 from objectlog.stores.metadata import MetadataStore, PartitionHead
 
@@ -69,6 +75,8 @@ class FetchRequest:
     max_bytes: int = DEFAULT_MAX_BYTES
     max_records: int | None = None
     read_ahead_bytes: int = 0
+    # read_committed: up to the last stable offset, without aborted transactions' records
+    isolation: str = READ_UNCOMMITTED
 
 
 @dataclass
@@ -82,6 +90,7 @@ class FetchResult:
     high_watermark: int
     log_start_offset: int
     stats: dict[str, float] = field(default_factory=dict)
+    last_stable_offset: int = -1  # where read_committed stops (the high watermark if none open)
 
     @cached_property
     def records(self) -> list[Record]:
@@ -199,14 +208,22 @@ class Reader:
             if not request.read_ahead_bytes or not planned:
                 continue
             end = planned[-1].end_offset
-            if end >= head.next_offset:
+            if end >= _end(request, head):
                 continue  # at the tail: nothing to read ahead
-            after = FetchRequest(request.topic, request.partition, end, request.read_ahead_bytes)
+            after = FetchRequest(
+                request.topic,
+                request.partition,
+                end,
+                request.read_ahead_bytes,
+                isolation=request.isolation,
+            )
             try:
                 ahead = self._plan(after, head)
             except ObjectLogError:
                 continue  # an index object gone: the next fetch reads the head again
             for placed in ahead:
+                if placed.ref.level == LEVEL_MARKER:
+                    continue
                 key = self._range(placed)
                 if self._slices.get(key) is None:
                     loads[key] = functools.partial(self._load_ahead, placed, key)
@@ -225,7 +242,7 @@ class Reader:
         head = self.head(request.topic, request.partition)
         deadline = time.monotonic() + max_wait_ms / 1000
         delay = POLL_START_S
-        while request.offset >= head.next_offset and time.monotonic() < deadline:
+        while request.offset >= _end(request, head) and time.monotonic() < deadline:
             self._check_range(request, head)
             self.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, POLL_MAX_S)
@@ -244,11 +261,16 @@ class Reader:
             )
 
     def _plan(self, request: FetchRequest, head: PartitionHead) -> list[PlacedRef]:
+        """The refs holding the fetch's offsets, up to its end and its budgets. Markers, and
+        for read_committed the refs of aborted transactions, stay in the plan as holes
+        (format.txn): they take offsets, hold nothing to read, and the next fetch starts past
+        them."""
         self._check_range(request, head)
         planned: list[PlacedRef] = []
         budget_bytes, budget_records = request.max_bytes, request.max_records
+        end = _end(request, head)
         for placed in self.index.placed_refs(head, request.offset):
-            if placed.base_offset >= head.next_offset:
+            if placed.base_offset >= end:
                 break
             planned.append(placed)
             budget_bytes -= placed.ref.length
@@ -256,6 +278,8 @@ class Reader:
                 budget_records -= placed.end_offset - max(placed.base_offset, request.offset)
             if budget_bytes <= 0 or (budget_records is not None and budget_records <= 0):
                 break
+        if request.isolation == READ_COMMITTED:
+            return committed_plan(self.index, head, planned)
         return planned
 
     def _read_plans(
@@ -268,6 +292,8 @@ class Reader:
         seen: set[tuple[str, int, int]] = set()
         for placed_refs in plans.values():
             for placed in placed_refs:
+                if placed.ref.level == LEVEL_MARKER:
+                    continue  # a marker or an aborted transaction's ref: nothing to read
                 key = self._range(placed)
                 if key in seen:
                     continue
@@ -321,6 +347,8 @@ class Reader:
         for i, placed_refs in plans.items():
             tables[i] = []
             for placed in placed_refs:
+                if placed.ref.level == LEVEL_MARKER:
+                    continue
                 key = self._range(placed)
                 error = failed.get(key)
                 if isinstance(error, ObjectNotFound):
@@ -374,6 +402,7 @@ class Reader:
             next_offset=next_offset,
             high_watermark=head.next_offset,
             log_start_offset=head.log_start_offset,
+            last_stable_offset=head.last_stable_offset,
         )
 
 
@@ -423,6 +452,10 @@ def _buffer_bytes(table: pa.Table) -> int:
     offsets to count only what a slice references: 37 us a slice against 1 us; a cached slice
     is never a slice of a larger table, so both count the same)."""
     return int(table.get_total_buffer_size())
+
+
+def _end(request: FetchRequest, head: PartitionHead) -> int:
+    return end_of(request.isolation, head)
 
 
 def _key(request: FetchRequest) -> tuple[str, int]:
