@@ -30,12 +30,12 @@ def txlog(log: ObjectLog) -> Iterator[ObjectLog]:
 def write(log: ObjectLog, values: list[bytes], producer: str | None = None) -> int:
     """One L0 object of values committed to partition 0, transactional for producer; its
     base offset."""
-    n = len(values)
+    n, now = len(values), log.clock.now_ms()
     table = records_table(
         topics=[TOPIC] * n,
         partitions=[0] * n,
         offsets=list(range(n)),
-        timestamps=[1_000] * n,
+        timestamps=[now] * n,
         timestamp_types=[0] * n,
         keys=[None] * n,
         values=list(values),
@@ -45,7 +45,7 @@ def write(log: ObjectLog, values: list[bytes], producer: str | None = None) -> i
     ulid = new_ulid(log.clock)
     log.store.put_if_absent(l0_key(log.config.prefix, ulid), body)
     txn = transactional(producer) if producer else ""
-    ref = SegmentRef(LEVEL_L0, ulid, 0, len(body), n, n, 1_000, 1_000, txn)
+    ref = SegmentRef(LEVEL_L0, ulid, 0, len(body), n, n, now, now, txn)
     topic = log.topic(TOPIC)
     commit = Commit(topic.topic_id, TOPIC, 0, ref, log.clock.now_ms(), None, 0, now_s=1)
     return log.metadata.commit(commit).base_offset
@@ -124,3 +124,29 @@ def test_an_abort_marker_past_the_lso_still_hides_what_it_aborted(txlog: ObjectL
 def test_an_unknown_isolation_level_is_refused(txlog: ObjectLog) -> None:
     with pytest.raises(InvalidRequest, match="isolation_level"):
         txlog.fetch(TOPIC, 0, 0, isolation_level="serializable")
+
+
+def test_compaction_stops_at_the_lso_and_writes_committed_records_only(txlog: ObjectLog) -> None:
+    from objectlog.compaction.compactor import CompactionSettings
+    from objectlog.compaction.maintenance import run_maintenance
+    from objectlog.format.index import LEVEL_L1
+
+    write(txlog, [b"plain-0"])  # 0
+    begin(txlog, "k1")
+    write(txlog, [b"a-1"], "k1")  # 1: aborted below
+    begin(txlog, "k2")
+    write(txlog, [b"c-2"], "k2")  # 2
+    end(txlog, "k1", commit=False)  # 3
+    begin(txlog, "k3")  # 4: stays open, so the LSO stays at 4
+    write(txlog, [b"open-4"], "k3")
+    end(txlog, "k2", commit=True)  # 5
+    settings = CompactionSettings(target_file_bytes=1 << 10)
+    run_maintenance(txlog, settings=settings, gc_min_age_ms=0)
+    head = txlog.metadata.get_head(TOPIC, 0)
+    assert head is not None and head.last_stable_offset == 4
+    refs = list(txlog.index.all_placed_refs(head))
+    merged = [p for p in refs if p.ref.level == LEVEL_L1]
+    assert merged and max(p.end_offset for p in merged) <= 4  # nothing past the LSO
+    assert read(txlog, "read_committed") == [(0, b"plain-0"), (2, b"c-2")]
+    # the aborted record is gone from L1 for every reader; the open one still reads
+    assert read(txlog, "read_uncommitted") == [(0, b"plain-0"), (2, b"c-2"), (4, b"open-4")]

@@ -34,7 +34,7 @@ one stopped (what was merged is L1 now and is skipped).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -58,9 +58,12 @@ from objectlog.format.index import (
 )
 from objectlog.format.l1 import decode_ref, encode_l1
 from objectlog.format.layout import l1_key, location_key, object_key
+from objectlog.format.segment import SCHEMA
 from objectlog.format.topics import Topic
+from objectlog.format.txn import is_aborted
 from objectlog.services.footers import Footers
 from objectlog.services.index import MANIFEST_MAX_REFS, IndexStore
+from objectlog.services.isolation import aborted_in
 from objectlog.services.leases import Lease, Leases
 from objectlog.stores.leases import LeaseStore
 from objectlog.stores.metadata import MetadataStore, PartitionHead
@@ -222,7 +225,7 @@ class Compactor:
         replaced = proposal.dropped + proposal.rewrite
         report.refs_in = len(replaced)
         report.bytes_in = sum(p.ref.length for p in proposal.rewrite)
-        report.retired = sorted({self._key(p.ref) for p in replaced})
+        report.retired = sorted(self._keys(p.ref for p in replaced))
 
     # ---- the executor ------------------------------------------------------------------
 
@@ -234,8 +237,10 @@ class Compactor:
         if not rewrite:
             report.refs_in += len(proposal.dropped)
             return []
+        aborted = aborted_in(self.index, head, rewrite)  # decided: the plan ends at the LSO
+        kept = [p for p in rewrite if p.ref.has_object and not is_aborted(p, aborted)]
         with ThreadPoolExecutor(READ_CONCURRENCY, thread_name_prefix="objectlog-compact") as pool:
-            table = pa.concat_tables(pool.map(self._read, rewrite))
+            table = pa.concat_tables([SCHEMA.empty_table(), *pool.map(self._read, kept)])
         report.refs_in += len(rewrite) + len(proposal.dropped)
         report.bytes_in += sum(p.ref.length for p in rewrite)
         report.records_in += table.num_rows
@@ -337,7 +342,7 @@ class Compactor:
         base = kept[0].base_offset if kept else proposal.log_start
         entries = self._write_manifests(head, base, index)
         replaced = proposal.dropped + proposal.rewrite
-        retired = sorted({self._key(p.ref) for p in replaced} - {self._key(r) for r in index})
+        retired = sorted(self._keys(p.ref for p in replaced) - self._keys(index))
         previous = self.index.manifest_list(head.manifest_list) if head.manifest_list else None
         old_index = [location_key(head.manifest_list)] if head.manifest_list else []
         old_index += [location_key(e.key) for e in previous.entries if e.key] if previous else []
@@ -375,6 +380,10 @@ class Compactor:
 
     def _key(self, ref: SegmentRef) -> str:
         return object_key(self.prefix, ref.level, ref.object_id)
+
+    def _keys(self, refs: Iterable[SegmentRef]) -> set[str]:
+        """The objects refs read (markers have none)."""
+        return {self._key(ref) for ref in refs if ref.has_object}
 
 
 def compact_keys(table: pa.Table, now_ms: int, topic: Topic) -> pa.Table:

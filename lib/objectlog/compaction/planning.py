@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from objectlog.clock import ulid_time_ms
-from objectlog.format.index import LEVEL_L0, PlacedRef, SegmentRef
+from objectlog.format.index import LEVEL_L0, UNMERGED_LEVELS, PlacedRef, SegmentRef
 from objectlog.format.topics import Topic
 from objectlog.services.index import TAIL_KEEP
 from objectlog.stores.metadata import PartitionHead
@@ -46,8 +46,10 @@ def plan(
     settings: CompactionSettings,
 ) -> CompactionPlan:
     """Propose retention and merging over refs: the head's manifest refs, in offset order,
-    from the first the index holds (also those below the log start)."""
+    from the first the index holds (also those below the log start), up to the last stable
+    offset (an open transaction's refs, and everything after its first, wait)."""
     config = topic.config
+    refs = _prefix(refs, lambda p: p.end_offset <= head.last_stable_offset)
     deleted = _prefix(refs, lambda p: p.end_offset <= head.log_start_offset)
     kept = list(refs[len(deleted) :])
     dropped = list(deleted)  # whatever the cleanup policy: readers never reach them again
@@ -79,7 +81,7 @@ def _key_compaction_range(
     budget's worth from the first L0 ref on (the latest value of each key is still kept, and
     the next run continues after it; older duplicates in earlier files stay until the
     partition fits a run)."""
-    first_l0 = next((i for i, p in enumerate(cleanable) if p.ref.level == LEVEL_L0), None)
+    first_l0 = next((i for i, p in enumerate(cleanable) if _unmerged(p)), None)
     if first_l0 is None:
         return []
     if sum(p.ref.length for p in cleanable) <= settings.max_bytes_per_run:
@@ -128,7 +130,12 @@ def _written_ms(ref: SegmentRef) -> int:
 
 
 def _first_l0_run(refs: Sequence[PlacedRef], settings: CompactionSettings) -> list[PlacedRef]:
-    """The first run of consecutive L0 refs (what is L1 already stays), within the budget."""
-    start = next((i for i, p in enumerate(refs) if p.ref.level == LEVEL_L0), len(refs))
-    run = _prefix(refs[start:], lambda p: p.ref.level == LEVEL_L0)
+    """The first run of consecutive L0 refs and markers (what is L1 already stays), within
+    the budget."""
+    start = next((i for i, p in enumerate(refs) if _unmerged(p)), len(refs))
+    run = _prefix(refs[start:], _unmerged)
     return _within_budget(run, settings.max_bytes_per_run)
+
+
+def _unmerged(placed: PlacedRef) -> bool:
+    return placed.ref.level in UNMERGED_LEVELS

@@ -25,6 +25,7 @@ from typing import Any
 LEVEL_L0 = 0
 LEVEL_L1 = 1
 LEVEL_MARKER = 9  # a transaction's commit or abort marker: one offset, no object (format.txn)
+UNMERGED_LEVELS = (LEVEL_L0, LEVEL_MARKER)  # what a compaction merges into L1 (or drops)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,11 @@ class SegmentRef:
     # A transaction's part in the ref (format.txn): a transactional batch's producer, or a
     # marker's kind and producer; "" for everything else, and then not encoded at all.
     txn: str = ""
+
+    @property
+    def has_object(self) -> bool:
+        """Whether the ref's bytes are in an object (a marker's are not)."""
+        return self.level != LEVEL_MARKER
 
     def encode(self) -> str:
         """The compact form kept in the head (the head is billed per KiB written)."""

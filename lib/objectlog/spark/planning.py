@@ -371,7 +371,7 @@ def slices_of(
         if placed.base_offset >= offsets.end:
             return
         ref = placed.ref
-        if pruning.admits_ref(ref):
+        if ref.has_object and pruning.admits_ref(ref):  # a marker has nothing to read
             yield Slice(
                 object_key(prefix, ref.level, ref.object_id),
                 ref.start,
