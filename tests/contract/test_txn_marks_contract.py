@@ -76,7 +76,7 @@ def test_refusals_another_epoch_open_a_full_partition_and_a_gone_topic(
     open_txn(stores, "k1", epoch=1)
     with pytest.raises(ConcurrentTransactions, match="epoch 1 transaction open"):
         open_txn(stores, "k1", epoch=2)
-    assert mark(stores, "k1", True, epoch=2) is None  # not that epoch's: nothing written
+    assert mark(stores, "k1", True, epoch=0) is None  # an older epoch's: nothing written
     for i in range(2, OPEN_TRANSACTIONS + 1):
         open_txn(stores, f"k{i}")
     with pytest.raises(ConcurrentTransactions, match="retry when one ends"):
@@ -89,6 +89,14 @@ def test_refusals_another_epoch_open_a_full_partition_and_a_gone_topic(
         stores.metadata.write_marker(
             "t", 0, topic_id="id-other", producer="k1", epoch=1, commit=True, time_ms=1
         )
+
+
+def test_a_newer_epochs_abort_closes_a_fenced_producers_transaction(stores: ItemStores) -> None:
+    created(stores, topic())
+    open_txn(stores, "k1", epoch=3)
+    assert mark(stores, "k1", False, epoch=4) == 0  # the coordinator fenced epoch 3
+    head = stores.metadata.get_head("t", 0)
+    assert head is not None and head.open_txns == {}
 
 
 def test_the_head_stays_small_with_every_transaction_open(stores: ItemStores) -> None:

@@ -23,7 +23,7 @@ from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.services.append import PartitionBatch
-from objectlog.stores.metadata import KafkaSequence
+from objectlog.stores.metadata import KafkaSequence, kafka_producer
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class ProduceApi:
             if not same or batch.base_sequence != expected:
                 raise InvalidBatch(f"{topic}/{partition}: the batches' sequences do not follow")
             expected += batch.records
-        key = f"k{first.producer_id}"
+        key = kafka_producer(first.producer_id)
         seen = self.windows.get((topic, partition, key))
         return key, KafkaSequence(first.producer_epoch, first.base_sequence, expected - 1, seen)
 

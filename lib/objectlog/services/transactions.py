@@ -99,6 +99,13 @@ class MarkerWriter(Protocol):
         ...
 
 
+class PartitionOpener(Protocol):
+    def open_partitions(self, txn: Transaction, partitions: Iterable[TopicPartition]) -> None:
+        """Open txn on each partition (services.transaction_log: its head then holds the
+        partition's last stable offset until the marker). Idempotent."""
+        ...
+
+
 class OffsetApplier(Protocol):
     def apply(self, txn: Transaction) -> None:
         """Commit txn's pending offsets to their groups. Idempotent, as write_markers."""
@@ -140,6 +147,7 @@ class TransactionCoordinator:
         markers: MarkerWriter,
         offsets: OffsetApplier,
         settings: TransactionSettings = TransactionSettings(),
+        opener: PartitionOpener | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -147,6 +155,7 @@ class TransactionCoordinator:
         self.markers = markers
         self.offsets = offsets
         self.settings = settings
+        self.opener = opener
 
     # ---- the producer's requests -----------------------------------------------------
 
@@ -205,12 +214,16 @@ class TransactionCoordinator:
         partitions: Iterable[tuple[str, int]],
     ) -> Transaction:
         """Add partitions to the transaction, beginning one (Ongoing, with its deadline) if
-        none is. Partitions already in it write nothing."""
+        none is, then open it on each partition (the opener). Partitions already in it write
+        nothing to the item, and opening them again changes nothing."""
         added = frozenset(TopicPartition(*tp) for tp in partitions)
-        return self._producer_change(
+        txn = self._producer_change(
             transactional_id,
             lambda t, now: joined(t, transactional_id, producer_id, epoch, now, partitions=added),
         )
+        if self.opener is not None:  # after the item lists them: a marker will close them
+            self.opener.open_partitions(txn, added)
+        return txn
 
     @_logs_refusals("AddOffsetsToTxn")
     def add_offsets(

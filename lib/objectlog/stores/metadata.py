@@ -32,6 +32,11 @@ DELETING = "DELETING"
 KAFKA_WINDOW = 5  # the batches per Kafka producer and partition a head remembers, as Kafka
 
 
+def kafka_producer(producer_id: int) -> str:
+    """How a head names a Kafka producer (its idempotence window, its open transactions)."""
+    return f"k{producer_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class KafkaWindow:
     """A Kafka producer's state on a partition beyond its last sequence: its epoch, how many

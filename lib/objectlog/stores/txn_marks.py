@@ -14,7 +14,10 @@ the head within its 2 KiB; the partition's last stable offset is the smallest fi
   of another epoch open there, or the partition has OPEN_TRANSACTIONS open.
 - ``write_marker`` appends the transaction's commit or abort marker (format.txn: one offset,
   no object) and closes the transaction, in one write conditional on its entry, so a marker is
-  written once: the next call finds the entry gone and answers None.
+  written once: the next call finds the entry gone and answers None. A marker of an epoch at
+  or above the entry's closes it (the coordinator aborts a fenced producer's transaction under
+  the new epoch, as Kafka's markers carry it); an older epoch's (a delayed completion) does
+  not touch a newer transaction.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ def marked(
     """write_marker on a head held in memory: the marker's offset and the new head, or
     (None, None) when the transaction is not open there (its marker is written already)."""
     held = head.open_txns.get(producer) if head is not None else None
-    if head is None or held is None or held[0] != epoch:
+    if head is None or held is None or held[0] > epoch:
         return None, None
     ref = marker(commit, producer, held[1], time_ms)
     open_txns = {p: entry for p, entry in head.open_txns.items() if p != producer}
@@ -173,13 +176,13 @@ class TransactionMarks:
             if head is None or head.topic_id != topic_id:
                 raise TopicNotFound(f"topic {topic!r} partition {partition} no longer exists")
             held = head.open_txns.get(producer)
-            if held is None or held[0] != epoch:
+            if held is None or held[0] > epoch:
                 return None
             ref = marker(commit, producer, held[1], time_ms)
             written = self.table.update(
                 self._head_at(topic, partition),
                 "SET tail = list_append(tail, :refs), #next = #next + :span REMOVE ot.#p, oe.#p",
-                condition="tid = :tid AND oe.#p = :e AND ot.#p = :first",
+                condition="tid = :tid AND oe.#p <= :e AND ot.#p = :first",
                 names={"#p": producer, "#next": "next"},
                 values={
                     ":refs": [ref.encode()],
