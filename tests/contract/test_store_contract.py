@@ -170,7 +170,7 @@ def test_sequence_gaps_when_allowed_and_older_ones_are_duplicates(stores: ItemSt
 def test_commits_on_the_head_the_writer_knows_answer_the_head_as_stored(
     stores: ItemStores,
 ) -> None:
-    """A writer's next commit on the head its last one answered (metadata.pinned_head): the
+    """A writer's next commit on the head its last one answered (head_rules.pinned_head): the
     same offsets and the same head, item size included, as committing without it."""
     t = created(stores, topic())
     m = stores.metadata

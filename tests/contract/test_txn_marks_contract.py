@@ -142,3 +142,44 @@ def test_a_head_written_before_transactions_gets_its_maps(stores: ItemStores) ->
     assert open_txn(stores, "k1") == 0
     head = stores.metadata.get_head("t", 0)
     assert head is not None and head.open_txns == {"k1": (0, 0)}
+
+
+def test_a_transactional_batch_lands_only_inside_its_open_transaction(stores: ItemStores) -> None:
+    """KIP-890 part 1: no transactional batch outside its transaction, so none can hang a
+    partition's last stable offset; its retry after the marker is still a duplicate."""
+    from dataclasses import replace
+
+    from objectlog.errors import InvalidTxnState
+    from objectlog.format.txn import transactional
+    from objectlog.stores.metadata import Commit, KafkaSequence
+
+    m = stores.metadata
+    t = created(stores, topic())
+
+    def batch(first: int, epoch: int = 0) -> Commit:
+        return Commit(
+            t.topic_id,
+            t.name,
+            0,
+            replace(ref(records=2), txn=transactional("k5")),
+            1000,
+            "k5",
+            first + 1,
+            now_s=7,
+            kafka=KafkaSequence(epoch, first, first + 1),
+            transaction_epoch=epoch,
+        )
+
+    with pytest.raises(InvalidTxnState, match="needs its partition added"):
+        m.commit(batch(0))
+    head = m.get_head("t", 0)
+    assert head is not None and head.next_offset == 0  # nothing stored
+    open_txn(stores, "k5")
+    landed = m.commit(batch(0))
+    assert landed.base_offset == 0
+    with pytest.raises(InvalidTxnState):  # another epoch's transaction is not this one
+        m.commit(batch(0, epoch=1))
+    mark(stores, "k5", True)
+    assert m.commit(batch(0)).duplicate  # a retry after the commit marker: its first answer
+    with pytest.raises(InvalidTxnState):  # the next batch needs a new transaction
+        m.commit(batch(2))

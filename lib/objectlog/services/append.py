@@ -457,7 +457,7 @@ class Appender:
 
     def _solo_head(self, batch: PartitionBatch) -> PartitionHead | None:
         """The head our last commit left, if no other writer committed between our last two:
-        likely still the head, so the commit can be made on it (metadata.pinned_head)."""
+        likely still the head, so the commit can be made on it (head_rules.pinned_head)."""
         with self._heads_lock:
             solo = (batch.topic.name, batch.partition) in self._solo
         return self._known_head(batch) if solo else None

@@ -33,6 +33,12 @@ from objectlog.errors import (
 from objectlog.format.index import SegmentRef
 from objectlog.format.topics import Topic, TopicConfig
 from objectlog.stores.head_commit import head_commit
+from objectlog.stores.head_rules import (
+    commit_applies,
+    committed,
+    explain_failed_commit,
+    pinned_head,
+)
 from objectlog.stores.kafka_window import (
     KafkaCommits,
     parse_windows,
@@ -48,10 +54,6 @@ from objectlog.stores.metadata import (
     CommitResult,
     PartitionHead,
     ProducerState,
-    commit_applies,
-    committed,
-    explain_failed_commit,
-    pinned_head,
 )
 from objectlog.stores.name_sets import DynamoNameSet
 from objectlog.stores.txn_marks import TransactionMarks, parse_open_txns
@@ -112,7 +114,7 @@ def parse_head(topic: str, partition: int, item: Mapping[str, Any]) -> Partition
 
 def item_bytes_after(commit: Commit, known: PartitionHead, new: PartitionHead) -> int:
     """The head item's billed size after a commit on the known head (new: the head it left,
-    metadata.committed), by adapters.dynamodb's rules: its ref appended (or the tail a carried
+    head_rules.committed), by adapters.dynamodb's rules: its ref appended (or the tail a carried
     spill leaves, with the spill's pointers and expired producers gone), next moved, the
     producer's entries set (a Kafka producer's window). known.item_bytes is the item's as
     read, so this is exact."""
@@ -338,7 +340,7 @@ class DynamoMetadata(KafkaCommits, LogStartWrites, TransactionMarks):
     def commit(self, commit: Commit) -> CommitResult:
         """HeadStore.commit in one conditional UpdateItem: the ref appended to the tail, next
         moved by its span (the old next is the base), the producer's sequence set. On a head
-        the writer knows (metadata.pinned_head), conditional on it and answering nothing: the
+        the writer knows (head_rules.pinned_head), conditional on it and answering nothing: the
         new head is computed. If only the known head was out of date, committed again as
         usual, returning the head."""
         known = pinned_head(commit)

@@ -2,7 +2,7 @@
 commits, and Kafka producers' in stores.kafka_window): the ref appended to the tail (or, when
 the commit carries a spill, the tail the spill keeps plus the ref), ``next`` moved by the ref's
 span, and the condition on the topic id, the GC horizon and, for a carried spill, the head the
-spill was planned on (stores.metadata.spill_applies). Each kind of commit adds its producer
+spill was planned on (stores.head_rules.spill_applies). Each kind of commit adds its producer
 state: paths set between the ref and ``next`` (the base is copied from the old ``next``
 before it moves; moto wants them in that order) and clauses of the condition."""
 
@@ -23,7 +23,7 @@ class HeadCommit:
     removes: list[str] = field(default_factory=list)
 
     def pin(self, known: PartitionHead) -> None:
-        """Make the write conditional on the head the writer knows (metadata.pinned_head): its
+        """Make the write conditional on the head the writer knows (head_rules.pinned_head): its
         next offset and index epoch, which every other change a writer plans from moves."""
         self.condition += " AND #next = :base"
         self.values[":base"] = known.next_offset
@@ -51,6 +51,10 @@ def head_commit(commit: Commit) -> HeadCommit:
         },
         sets=["tail = list_append(tail, :refs)"],
     )
+    if commit.transaction_epoch is not None:  # KIP-890: only inside its open transaction
+        update.condition += " AND oe.#txp = :txe"
+        update.names["#txp"] = commit.producer_id or ""
+        update.values[":txe"] = commit.transaction_epoch
     if commit.spill is not None:
         update.condition += " AND ie = :ie AND size(tail) = :tn"
         update.sets, update.removes = _carried_spill_clauses(

@@ -17,18 +17,20 @@ from typing import Any
 from objectlog.adapters.dynamodb import DynamoTable, Written
 from objectlog.errors import StorageUnavailable, TopicNotFound
 from objectlog.stores.head_commit import head_commit
-from objectlog.stores.metadata import (
+from objectlog.stores.head_rules import (
     APPLY,
     INIT,
+    check_carried_spill,
+    explain_failed_commit,
+    kafka_verdict,
+)
+from objectlog.stores.metadata import (
     KAFKA_WINDOW,
     Commit,
     CommitResult,
     KafkaWindow,
     PartitionHead,
     ProducerState,
-    check_carried_spill,
-    explain_failed_commit,
-    kafka_verdict,
 )
 
 SUFFIX = "w"
@@ -189,7 +191,7 @@ class KafkaCommits:
         return 0
 
     def _kafka_append_on(self, commit: Commit, known: PartitionHead) -> Written:
-        """_kafka_append on the head the writer knows (metadata.pinned_head): at its window's
+        """_kafka_append on the head the writer knows (head_rules.pinned_head): at its window's
         batch count, pinned on it, answering nothing."""
         window = known.producers[commit.producer_id or ""].window
         assert window is not None

@@ -10,6 +10,12 @@ from dataclasses import replace
 
 from objectlog.errors import ConcurrentModification, InvalidRequest, TopicExists, TopicNotFound
 from objectlog.format.topics import Topic, TopicConfig
+from objectlog.stores.head_rules import (
+    apply_commit,
+    commit_applies,
+    explain_failed_commit,
+    kafka_commit,
+)
 from objectlog.stores.idempotency import Claim, IdempotencyRecord, holds_key, landed_for
 from objectlog.stores.leases import Lease
 from objectlog.stores.log_start import raised_log_start
@@ -20,10 +26,6 @@ from objectlog.stores.metadata import (
     Commit,
     CommitResult,
     PartitionHead,
-    apply_commit,
-    commit_applies,
-    explain_failed_commit,
-    kafka_commit,
 )
 from objectlog.stores.txn_marks import marked, opened
 
