@@ -27,18 +27,21 @@ class HeadWatcher:
     def __init__(self, ctx: ApiContext, interval_s: float = WATCH_INTERVAL_S) -> None:
         self.ctx = ctx
         self.interval_s = interval_s
-        self._waiters: dict[Key, list[tuple[int, asyncio.Event]]] = defaultdict(list)
+        # per partition: (the offset waited beyond, whether read_committed, the waiter's event)
+        self._waiters: dict[Key, list[tuple[int, bool, asyncio.Event]]] = defaultdict(list)
         self._task: asyncio.Task[None] | None = None
         self.reads = 0  # head reads (BatchGetItem calls) made, for tests and metrics
 
-    async def wait_beyond(self, positions: Mapping[Key, int], timeout_s: float) -> bool:
-        """Until any of these partitions' high watermark passes its offset (True), or the
-        timeout (False)."""
+    async def wait_beyond(
+        self, positions: Mapping[Key, int], timeout_s: float, *, committed: bool = False
+    ) -> bool:
+        """Until any of these partitions' high watermark (last stable offset, committed)
+        passes its offset (True), or the timeout (False)."""
         if timeout_s <= 0 or not positions:
             return False
         moved = asyncio.Event()
         for key, offset in positions.items():
-            self._waiters[key].append((offset, moved))
+            self._waiters[key].append((offset, committed, moved))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._watch())
         try:
@@ -49,7 +52,7 @@ class HeadWatcher:
             return False
         finally:
             for key in positions:
-                waiting = [w for w in self._waiters.get(key, []) if w[1] is not moved]
+                waiting = [w for w in self._waiters.get(key, []) if w[2] is not moved]
                 if waiting:
                     self._waiters[key] = waiting
                 else:
@@ -71,7 +74,8 @@ class HeadWatcher:
                     heads = await self.ctx.call(self.ctx.log.metadata.get_heads, topic, partitions)
                     self.reads += 1
                     for partition, head in heads.items():
-                        for offset, event in self._waiters.get((topic, partition), []):
-                            if head.next_offset > offset:
+                        for offset, committed, event in self._waiters.get((topic, partition), []):
+                            end = head.last_stable_offset if committed else head.next_offset
+                            if end > offset:
                                 event.set()
             await asyncio.sleep(self.interval_s)
