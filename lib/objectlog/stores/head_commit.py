@@ -8,10 +8,28 @@ before it moves; moto wants them in that order) and clauses of the condition."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.stores.metadata import CarriedSpill, Commit, PartitionHead
+
+
+class HeadWrites:
+    """What DynamoMetadata's head-writing mixins (stores.log_start, stores.txn_marks) need of
+    it: its table, and reading a head."""
+
+    table: DynamoTable
+
+    def get_head(self, topic: str, partition: int) -> PartitionHead | None:
+        raise NotImplementedError
+
+    def _parse_head(self, topic: str, partition: int, item: Mapping[str, Any]) -> PartitionHead:
+        raise NotImplementedError
+
+    def _head_at(self, topic: str, partition: int) -> dict[str, str]:
+        raise NotImplementedError
 
 
 @dataclass

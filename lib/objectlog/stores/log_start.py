@@ -8,12 +8,11 @@ which also sets it, is conditional on not moving it back (stores.metadata.HeadSt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.errors import OffsetOutOfRange, TopicNotFound
+from objectlog.stores.head_commit import HeadWrites
 from objectlog.stores.metadata import PartitionHead
 
 TO_HIGH_WATERMARK = -1  # raise_log_start's offset meaning "the high watermark", as Kafka's -1
@@ -60,19 +59,8 @@ def raised_log_start(
     return raised.log_start_offset, raised
 
 
-class LogStartWrites:
+class LogStartWrites(HeadWrites):
     """DynamoMetadata's raise_log_start: one conditional UpdateItem on the head."""
-
-    table: DynamoTable
-
-    def get_head(self, topic: str, partition: int) -> PartitionHead | None:
-        raise NotImplementedError
-
-    def _parse_head(self, topic: str, partition: int, item: Mapping[str, Any]) -> PartitionHead:
-        raise NotImplementedError
-
-    def _head_at(self, topic: str, partition: int) -> dict[str, str]:
-        raise NotImplementedError
 
     def raise_log_start(self, topic: str, partition: int, *, topic_id: str, offset: int) -> int:
         """To the high watermark, lso takes next's value in the write itself: the high

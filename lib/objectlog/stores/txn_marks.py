@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.errors import ConcurrentTransactions, TopicNotFound
 from objectlog.format.txn import marker
+from objectlog.stores.head_commit import HeadWrites
 from objectlog.stores.metadata import PartitionHead
 
 OPEN_TRANSACTIONS = 8  # per partition: each takes about 20 bytes of the head
@@ -109,19 +109,8 @@ def parse_open_txns(item: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     return {p: (int(epochs[p]), int(firsts[p])) for p in epochs if p in firsts}
 
 
-class TransactionMarks:
+class TransactionMarks(HeadWrites):
     """DynamoMetadata's open_transaction and write_marker: one conditional UpdateItem each."""
-
-    table: DynamoTable
-
-    def get_head(self, topic: str, partition: int) -> PartitionHead | None:
-        raise NotImplementedError
-
-    def _parse_head(self, topic: str, partition: int, item: Mapping[str, Any]) -> PartitionHead:
-        raise NotImplementedError
-
-    def _head_at(self, topic: str, partition: int) -> dict[str, str]:
-        raise NotImplementedError
 
     def open_transaction(
         self,
