@@ -11,7 +11,6 @@ CRC is refused with CORRUPT_MESSAGE and stores nothing.
 from __future__ import annotations
 
 import datetime
-import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -334,23 +333,6 @@ def init_producer(address: str, producer_id: int = -1, epoch: int = -1) -> tuple
     response, _ = entity_reader(response_schema(22, 4))(answer, 5)
     assert response.error_code == ErrorCode.none
     return int(response.producer_id), int(response.producer_epoch)
-
-
-def test_a_transactional_init_is_refused_with_a_log_line_saying_why(
-    agent: AgentThread, caplog: pytest.LogCaptureFixture
-) -> None:
-    body = request_schema(22, 4)(
-        transactional_id="tx-1",
-        transaction_timeout=datetime.timedelta(seconds=60),
-        producer_id=-1,
-        producer_epoch=-1,
-    )
-    with caplog.at_level(logging.WARNING, logger="objectlog.kafka.produce"):
-        answer = exchange(agent.address, frame(22, 4, body))
-    assert answer is not None
-    response, _ = entity_reader(response_schema(22, 4))(answer, 5)
-    assert response.error_code == ErrorCode.invalid_request
-    assert "transactional.id 'tx-1'" in caplog.text and "transactions" in caplog.text
 
 
 def idempotent_batch(producer: tuple[int, int], sequence: int, records: int = 3) -> bytes:

@@ -47,6 +47,8 @@ from objectlog.services.index import IndexStore
 from objectlog.services.isolation import READ_UNCOMMITTED
 from objectlog.services.range_reads import ConcurrentReads
 from objectlog.services.recent_heads import RecentHeads
+from objectlog.services.transaction_log import GroupOffsets, PartitionMarkers
+from objectlog.services.transactions import TransactionCoordinator
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import LeaseStore
 from objectlog.stores.local import LocalObjectStore
@@ -106,6 +108,7 @@ class ObjectLog:
         self._reader: Reader | None = None
         self._groups: GroupCoordinator | None = None
         self._schema_registry: SchemaRegistry | None = None
+        self._transactions: TransactionCoordinator | None = None
         self._schema_validator: SchemaValidator | None = None
         self._tables: Tables | None = None
 
@@ -281,6 +284,25 @@ class ObjectLog:
                 self.metadata, self.items.groups, self.clock, self.offset_for_time
             )
         return self._groups
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        """Kafka's transaction coordinator on this log's table (docs/transactions.md)."""
+        if self._transactions is None:
+            markers = PartitionMarkers(self.metadata, self._topic_id, self.clock)
+            self._transactions = TransactionCoordinator(
+                self.items.transactions,
+                self.clock,
+                self.metadata.next_producer_id,
+                markers,
+                GroupOffsets(self.groups),
+                opener=markers,
+            )
+        return self._transactions
+
+    def _topic_id(self, name: str) -> str | None:
+        found = self.metadata.get_topic(name)
+        return found.topic_id if found is not None else None
 
     @property
     def schema_registry(self) -> SchemaRegistry:

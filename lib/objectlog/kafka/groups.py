@@ -372,6 +372,17 @@ class GroupsApi:
                 errors[tp] = error_code(e)
         return errors
 
+    def member_check(self, group_id: str, member_id: str, generation: int) -> ErrorCode:
+        """KIP-447's check of a TxnOffsetCommit's member (kafka/transactions.py): a classic
+        group's member in its generation, or a commit from outside a group with no members;
+        a KIP-848 group's member is fenced when its offsets are applied."""
+        if self.documents.read(DOCUMENT_KIND, group_id)[0] is None and member_id:
+            return ErrorCode.none
+        try:
+            return self._commit_check(group_id, member_id, generation)
+        except GroupError as e:
+            return e.code
+
     def _commit_check(self, group_id: str, member_id: str, generation: int) -> ErrorCode:
         """Kafka's fencing: a commit from outside the group (generation -1, no member) only
         while the group has no members; else the member must be in the group's generation."""

@@ -32,6 +32,7 @@ from objectlog.kafka.groups import GroupsApi
 from objectlog.kafka.produce import ProduceApi
 from objectlog.kafka.records import RecordsApi
 from objectlog.kafka.topic_partitions import TopicPartitionsApi
+from objectlog.kafka.transactions import TransactionsApi
 from objectlog.kafka.wire import Request
 
 # API key: (lowest, highest) version offered. ApiVersions answers exactly this table.
@@ -46,6 +47,7 @@ DELETE_RECORDS = 21
 ALTER_CONFIGS, LIST_CONFIG_RESOURCES, DESCRIBE_TOPIC_PARTITIONS = 33, 74, 75
 ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS, ELECT_LEADERS = 34, 35, 43
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
+ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
 SUPPORTED: dict[int, tuple[int, int]] = {
     SASL_HANDSHAKE: (0, 1),  # v0 advertised, not served: librdkafka 2.10 needs it (auth.py)
     SASL_AUTHENTICATE: (0, 2),
@@ -83,6 +85,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ALTER_REPLICA_LOG_DIRS: (1, 2),
     ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ADD_PARTITIONS_TO_TXN: (0, 3),  # transaction protocol version 1 (kafka/transactions.py)
+    ADD_OFFSETS_TO_TXN: (0, 3),
+    END_TXN: (0, 3),
+    TXN_OFFSET_COMMIT: (0, 3),
 }
 
 
@@ -97,11 +103,16 @@ class Handlers:
         group_admin, configs = GroupAdminApi(self.ctx), ConfigsApi(self.ctx)
         consumers = ConsumerProtocolApi(self.ctx)
         cluster = ClusterAdminApi(self.ctx)
+        self.transactions = TransactionsApi(self.ctx, groups.member_check)
         self.routes: dict[int, Callable[[Request], Any]] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
             PRODUCE: self.producing.produce,
-            INIT_PRODUCER_ID: self.producing.init_producer_id,
+            INIT_PRODUCER_ID: self.init_producer_id,
+            ADD_PARTITIONS_TO_TXN: self.transactions.add_partitions_to_txn,
+            ADD_OFFSETS_TO_TXN: self.transactions.add_offsets_to_txn,
+            END_TXN: self.transactions.end_txn,
+            TXN_OFFSET_COMMIT: self.transactions.txn_offset_commit,
             FETCH: fetching.fetch,
             LIST_OFFSETS: fetching.list_offsets,
             CREATE_TOPICS: admin.create_topics,
@@ -138,6 +149,12 @@ class Handlers:
         self.producing.close()
 
     # ---- ApiVersions, Metadata -----------------------------------------------------------
+
+    async def init_producer_id(self, request: Request) -> dict[str, Any]:
+        """A transactional producer's to the coordinator, an idempotent one's to ProduceApi."""
+        if request.body.transactional_id is not None:
+            return await self.transactions.init_producer_id(request)
+        return await self.producing.init_producer_id(request)
 
     async def api_versions(self, request: Request) -> dict[str, Any]:
         offered = [

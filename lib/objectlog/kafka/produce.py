@@ -97,7 +97,11 @@ class ProduceApi:
                 pa.array(range(table.num_rows), type=pa.int64()),
             )
         producer, sequence = self._sequence(name, data.index, decoded)
-        return PartitionBatch(topic, data.index, table, kafka=sequence), producer
+        transactional = decoded[0].transactional and sequence is not None
+        batch = PartitionBatch(
+            topic, data.index, table, kafka=sequence, transactional=transactional
+        )
+        return batch, producer
 
     def _sequence(
         self, topic: str, partition: int, decoded: list[Any]
@@ -109,8 +113,8 @@ class ProduceApi:
             if any(b.producer_id != NO_PRODUCER for b in decoded):
                 raise InvalidBatch(f"{topic}/{partition}: idempotent and plain batches mixed")
             return None, None
-        if any(b.transactional for b in decoded):
-            raise InvalidBatch(f"{topic}/{partition}: transactions are not offered")
+        if len({b.transactional for b in decoded}) > 1:
+            raise InvalidBatch(f"{topic}/{partition}: transactional and other batches mixed")
         expected = first.base_sequence
         for batch in decoded:
             same = (batch.producer_id, batch.producer_epoch) == (
@@ -135,18 +139,6 @@ class ProduceApi:
 
     async def init_producer_id(self, request: Request) -> dict[str, Any]:
         body = request.body
-        if body.transactional_id is not None:  # transactions are not offered (docs/kafka.md)
-            logger.warning(
-                "InitProducerId refused (INVALID_REQUEST) for transactional.id %r: objectlog's "
-                "agent does not offer transactions yet (docs/kafka.md)",
-                body.transactional_id,
-            )
-            return {
-                "throttle_time": 0,
-                "error_code": ErrorCode.invalid_request,
-                "producer_id": -1,
-                "producer_epoch": -1,
-            }
         producer_id = getattr(body, "producer_id", NO_PRODUCER)
         epoch = getattr(body, "producer_epoch", NO_PRODUCER)
         if producer_id != NO_PRODUCER and 0 <= epoch < MAX_EPOCH:

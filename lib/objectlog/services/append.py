@@ -43,6 +43,7 @@ from objectlog.format.index import LEVEL_L0, SegmentRef
 from objectlog.format.layout import l0_key
 from objectlog.format.segment import write_parquet
 from objectlog.format.topics import Topic
+from objectlog.format.txn import transactional
 from objectlog.services.index import IndexStore, SpillPlan
 from objectlog.stores.metadata import (
     CarriedSpill,
@@ -70,6 +71,7 @@ class PartitionBatch:
     table: pa.Table
     sequence: int = 0
     kafka: KafkaSequence | None = None  # a Kafka producer's batch (the Kafka agent's)
+    transactional: bool = False  # a Kafka producer's transactional batch (docs/transactions.md)
 
     @property
     def records(self) -> int:
@@ -416,6 +418,9 @@ class Appender:
         spill: CarriedSpill | None,
     ) -> CommitResult:
         self.stats.commits += 1
+        epoch = None
+        if batch.transactional and batch.kafka is not None and producer_id is not None:
+            ref, epoch = replace(ref, txn=transactional(producer_id)), batch.kafka.epoch
         return self.metadata.commit(
             Commit(
                 topic_id=batch.topic.topic_id,
@@ -429,6 +434,7 @@ class Appender:
                 kafka=batch.kafka,
                 spill=spill,
                 known_head=self._solo_head(batch),
+                transaction_epoch=epoch,
             )
         )
 

@@ -5,18 +5,25 @@ coordinator adds, and its markers, through the partition heads (stores.txn_marks
 UpdateItem per partition either way, idempotent, so whoever completes a decided transaction
 (a retried EndTxn, the next InitProducerId, the sweep) writes each marker once. A partition
 of a topic deleted since it was added is passed over: it has no head to hold a transaction.
+
+``GroupOffsets`` is its OffsetApplier: a committed transaction's offsets go into their groups
+as the committing member's generation would commit them (a later generation's commit stays,
+as for any commit of a classic group), each one once more harmlessly on a repeat.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
 from objectlog.clock import Clock
-from objectlog.errors import TopicNotFound
+from objectlog.errors import CommitFailed, TopicNotFound
+from objectlog.groups.coordinator import GroupCoordinator, OffsetAndMetadata
 from objectlog.stores.metadata import MetadataStore, kafka_producer
 from objectlog.stores.transactions import TopicPartition, Transaction
 
 TopicIds = Callable[[str], str | None]  # a topic's id, None if it does not exist
+logger = logging.getLogger(__name__)
 
 
 class PartitionMarkers:
@@ -55,3 +62,21 @@ class PartitionMarkers:
                 )
             except TopicNotFound:
                 continue  # deleted (or recreated) since: nothing of this transaction is left
+
+
+class GroupOffsets:
+    def __init__(self, groups: GroupCoordinator) -> None:
+        self.groups = groups
+
+    def apply(self, txn: Transaction) -> None:
+        for group, offsets in sorted(txn.offsets.items()):
+            for tp, pending in sorted(offsets.items()):
+                try:
+                    self.groups.commit(
+                        group,
+                        {tp: OffsetAndMetadata(pending.offset, pending.metadata)},
+                        generation=pending.generation,
+                        leader_epochs={tp: pending.leader_epoch},
+                    )
+                except CommitFailed as e:  # a later generation committed since: it stays
+                    logger.info("transactional offset of %s not applied: %s", group, e.message)

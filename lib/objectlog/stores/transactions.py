@@ -80,6 +80,7 @@ class PendingOffset:
     offset: int
     leader_epoch: int = -1
     metadata: str = ""
+    generation: int = -1  # the committing member's group generation (applied fenced by it)
 
 
 @dataclass(frozen=True)
@@ -187,11 +188,12 @@ def item_bytes(txn: Transaction) -> int:
 
 
 def encode_offsets(offsets: Mapping[str, Mapping[TopicPartition, PendingOffset]]) -> str:
-    """{"<group>": [[topic, partition, offset, leader epoch, metadata], ...]}, sorted."""
+    """{"<group>": [[topic, partition, offset, leader epoch, metadata, generation], ...]},
+    sorted."""
     return json.dumps(
         {
             group: [
-                [tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata]
+                [tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata, o.generation]
                 for tp, o in sorted(by_partition.items())
             ]
             for group, by_partition in sorted(offsets.items())
@@ -203,8 +205,10 @@ def encode_offsets(offsets: Mapping[str, Mapping[TopicPartition, PendingOffset]]
 def decode_offsets(text: str) -> dict[str, dict[TopicPartition, PendingOffset]]:
     return {
         group: {
-            TopicPartition(topic, int(partition)): PendingOffset(int(offset), int(epoch), meta)
-            for topic, partition, offset, epoch, meta in rows
+            TopicPartition(row[0], int(row[1])): PendingOffset(
+                int(row[2]), int(row[3]), row[4], int(row[5]) if len(row) > 5 else -1
+            )
+            for row in rows
         }
         for group, rows in json.loads(text).items()
     }
