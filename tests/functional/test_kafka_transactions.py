@@ -141,3 +141,43 @@ def test_offsets_sent_to_a_transaction_move_only_when_it_commits(agent: AgentThr
     assert read_all(agent.address, OUT, "read_committed") == sorted(
         m.value().upper() for m in inputs
     )
+
+
+def test_a_consumer_idle_at_a_marker_waits_instead_of_fetching_in_a_loop(
+    agent: AgentThread, log: ObjectLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction's marker is the last offset of its partitions: a consumer whose position
+    is that offset gets nothing to read there, and its long poll must wait for the next
+    record, not wake at once because the high watermark is past its position."""
+    import time
+
+    p = producer(agent.address, "tail")
+    p.begin_transaction()
+    p.produce(OUT, b"last", partition=0)
+    p.commit_transaction(30)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": agent.address,
+            "group.id": "idle",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 500,
+        }
+    )
+    consumer.assign([TopicPartition(OUT, 0, 0)])
+    got = []
+    for _ in range(40):
+        got += [m for m in consumer.consume(num_messages=10, timeout=0.25) if m.error() is None]
+        if got:
+            break
+    assert [m.value() for m in got] == [b"last"]
+    calls = []
+    fetch_many = log.fetch_many
+    monkeypatch.setattr(log, "fetch_many", lambda *a, **k: calls.append(1) or fetch_many(*a, **k))
+    started = time.monotonic()
+    while time.monotonic() - started < 2.0:
+        assert not [m for m in consumer.consume(num_messages=10, timeout=0.25) if m.error() is None]
+    consumer.close()
+    # measured: 8 in 2 s (a fetch and its last look per 500 ms wait); 41 when the wait was at
+    # the client's position (one per round of the head watcher, every 50 ms)
+    assert len(calls) < 20, len(calls)

@@ -26,6 +26,7 @@ from objectlog.services.fetch import FetchRequest, FetchResult
 from objectlog.services.isolation import READ_COMMITTED, READ_UNCOMMITTED
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+NEXT_OFFSET = "next offset"  # kept beside a partition's answer for the wait, not sent
 
 
 class FetchApi:
@@ -50,9 +51,14 @@ class FetchApi:
             size = sum(len(a.get("records") or b"") for a in answers)
             if size >= max(body.min_bytes, 1) or time.monotonic() >= deadline:
                 break
+            # Wait beyond what was read: past a marker or an aborted transaction's records
+            # at the tail (offsets with nothing to answer), not at the client's position,
+            # which the watcher would find passed at once.
             positions = {
-                (name, partition.partition): partition.fetch_offset
-                for _, partition, name in wanted
+                (name, partition.partition): max(
+                    partition.fetch_offset, answer.get(NEXT_OFFSET, partition.fetch_offset)
+                )
+                for (_, partition, name), answer in zip(wanted, answers, strict=True)
                 if name is not None
             }
             waited = deadline - time.monotonic()
@@ -61,6 +67,7 @@ class FetchApi:
                 break
         by_topic: dict[int, list[dict[str, Any]]] = {}
         for (topic, _, _), answer in zip(wanted, answers, strict=True):
+            answer.pop(NEXT_OFFSET, None)
             by_topic.setdefault(id(topic), []).append(answer)
         return {
             "throttle_time": 0,
@@ -120,6 +127,7 @@ class FetchApi:
                 "aborted_transactions": [],
                 "preferred_read_replica": -1,
                 "records": records,
+                NEXT_OFFSET: result.next_offset,  # for the long poll's wait, not the client
             }
         return answers
 
