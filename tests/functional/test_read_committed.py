@@ -150,3 +150,31 @@ def test_compaction_stops_at_the_lso_and_writes_committed_records_only(txlog: Ob
     assert read(txlog, "read_committed") == [(0, b"plain-0"), (2, b"c-2")]
     # the aborted record is gone from L1 for every reader; the open one still reads
     assert read(txlog, "read_uncommitted") == [(0, b"plain-0"), (2, b"c-2"), (4, b"open-4")]
+
+
+def test_the_librarys_consumer_reads_committed_records_only(txlog: ObjectLog) -> None:
+    write(txlog, [b"plain-0"])
+    begin(txlog, "k1")
+    write(txlog, [b"aborted-1"], "k1")
+    end(txlog, "k1", commit=False)
+    begin(txlog, "k2")
+    write(txlog, [b"committed-3"], "k2")
+    end(txlog, "k2", commit=True)
+    seen = {}
+    for isolation in ("read_committed", "read_uncommitted"):
+        with txlog.consumer(
+            topics=[TOPIC],
+            group=f"g-{isolation}",
+            auto_offset_reset="earliest",
+            isolation_level=isolation,
+        ) as consumer:
+            got = []
+            for _ in range(20):
+                got += [r.value for r in consumer.poll(timeout=0.2)]
+                if len(got) >= 2:
+                    break
+            seen[isolation] = got
+    assert seen["read_committed"] == [b"plain-0", b"committed-3"]
+    assert seen["read_uncommitted"] == [b"plain-0", b"aborted-1", b"committed-3"]
+    with pytest.raises(InvalidRequest, match="isolation_level"):
+        txlog.consumer(topics=[TOPIC], isolation_level="snapshot")

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from objectlog.clients.arguments import check_isolation_level
 from objectlog.clients.consumer_state import ConsumerState
 from objectlog.clients.fetch_ahead import FetchAhead, FetchFailed, first_rows, rows_within
 from objectlog.clients.values import Offsets
@@ -33,6 +34,7 @@ from objectlog.groups.values import (
     validate_group_name,
 )
 from objectlog.services.fetch import FetchRequest, FetchResult
+from objectlog.services.isolation import READ_UNCOMMITTED
 from objectlog.stores.groups import TopicPartition
 
 AUTO_OFFSET_RESETS = ("earliest", "latest", "none")
@@ -155,6 +157,7 @@ class Consumer:
         max_partition_fetch_bytes: int = 1 << 20,
         fetch_ahead_bytes: int | None = None,
         fetch_max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS,
+        isolation_level: str = READ_UNCOMMITTED,
         on_assign: Rebalance | None = None,
         on_revoke: Rebalance | None = None,
         on_lost: Rebalance | None = None,
@@ -176,6 +179,7 @@ class Consumer:
         ):
             if type(value) is not int or value <= 0:
                 raise InvalidRequest(f"{name} must be a positive integer", field=name)
+        check_isolation_level(isolation_level)
         if fetch_ahead_bytes is None:
             fetch_ahead_bytes = max_partition_fetch_bytes
         if type(fetch_ahead_bytes) is not int or fetch_ahead_bytes < 0:
@@ -210,6 +214,7 @@ class Consumer:
             limit_bytes=fetch_ahead_bytes,
             background=fetch_ahead_bytes > 0,
             tail_wait_s=self.fetch_max_wait_s,
+            isolation=isolation_level,  # read_committed: docs/transactions.md
         )
         self._closed = False
         if topics is not None:

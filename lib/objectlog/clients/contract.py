@@ -146,12 +146,15 @@ class LogClient(ProducerHost, ConsumerHost, Protocol):
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_records: int | None = None,
         max_wait_ms: int = 0,
+        isolation_level: str = "read_uncommitted",
     ) -> FetchResult:
         """Records from ``offset`` on, at most max_bytes (but at least one record) and
         max_records; at the high watermark, waits up to max_wait_ms for data. InvalidRequest
         for a negative partition, offset or wait or a max_bytes or max_records below 1 (the
         HTTP API also caps max_bytes at 5 MiB and max_wait_ms at 20 s); OffsetOutOfRange,
-        naming the log start and the high watermark, for an offset outside them."""
+        naming the log start and the high watermark, for an offset outside them.
+        isolation_level="read_committed" reads committed transactions only, up to the last
+        stable offset (docs/transactions.md; the HTTP client refuses it for now)."""
         ...
 
     def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:

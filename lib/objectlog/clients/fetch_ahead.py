@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from objectlog.groups import TopicPartition
 from objectlog.services.fetch import FetchRequest, FetchResult
+from objectlog.services.isolation import READ_UNCOMMITTED
 
 FetchMany = Callable[[Sequence[FetchRequest]], list[FetchResult]]
 # A caught-up partition is fetched again a tenth of the consumer's fetch_max_wait_ms after an
@@ -74,8 +75,10 @@ class FetchAhead:
         limit_bytes: int,
         background: bool,
         tail_wait_s: float,
+        isolation: str = READ_UNCOMMITTED,
     ) -> None:
         self._fetch_many = fetch_many
+        self._isolation = isolation
         self._request_bytes = request_bytes
         self._limit_bytes = limit_bytes
         self._background = background
@@ -212,7 +215,15 @@ class FetchAhead:
         # catch-up of 8 partitions about 10% (docs/benchmarks.md).
         ahead = self._request_bytes if self._background and len(self._buffers) == 1 else 0
         requests = [
-            FetchRequest(tp.topic, tp.partition, b.next_offset, self._request_bytes, None, ahead)
+            FetchRequest(
+                tp.topic,
+                tp.partition,
+                b.next_offset,
+                self._request_bytes,
+                None,
+                ahead,
+                isolation=self._isolation,
+            )
             for tp, b in due.items()
         ]
         try:
@@ -255,6 +266,7 @@ def _rest(result: FetchResult, taken: int) -> FetchResult:
         next_offset=result.next_offset,
         high_watermark=result.high_watermark,
         log_start_offset=result.log_start_offset,
+        last_stable_offset=result.last_stable_offset,
     )
 
 
@@ -269,6 +281,7 @@ def first_rows(result: FetchResult, count: int) -> FetchResult:
         next_offset=result.table.column("offset")[count - 1].as_py() + 1,
         high_watermark=result.high_watermark,
         log_start_offset=result.log_start_offset,
+        last_stable_offset=result.last_stable_offset,
     )
 
 
