@@ -40,6 +40,7 @@ from objectlog.tools.emulators.processes import EmulatorError
 from objectlog.tools.extras import require
 from objectlog.tools.schemas_cli import schemas
 from objectlog.tools.signals import interrupt_on_stop_signals, sleep_interruptibly
+from objectlog.tools.transactions_cli import transactions
 
 F = TypeVar("F", bound=Callable[..., Any])
 FETCH_WAIT_S = 0.2
@@ -110,6 +111,7 @@ def _log(ctx: click.Context) -> LogClient:
 
 
 main.add_command(schemas)
+main.add_command(transactions)
 
 
 # ---- dev ---------------------------------------------------------------------------------
