@@ -34,7 +34,7 @@ one stopped (what was merged is L1 now and is skipped).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -57,7 +57,7 @@ from objectlog.format.index import (
     SegmentRef,
 )
 from objectlog.format.l1 import decode_ref, encode_l1
-from objectlog.format.layout import l1_key, location_key, object_key
+from objectlog.format.layout import l1_key, location_key, object_key, object_keys
 from objectlog.format.segment import SCHEMA
 from objectlog.format.topics import Topic
 from objectlog.format.txn import is_aborted
@@ -225,7 +225,7 @@ class Compactor:
         replaced = proposal.dropped + proposal.rewrite
         report.refs_in = len(replaced)
         report.bytes_in = sum(p.ref.length for p in proposal.rewrite)
-        report.retired = sorted(self._keys(p.ref for p in replaced))
+        report.retired = sorted(object_keys(self.prefix, (p.ref for p in replaced)))
 
     # ---- the executor ------------------------------------------------------------------
 
@@ -342,7 +342,8 @@ class Compactor:
         base = kept[0].base_offset if kept else proposal.log_start
         entries = self._write_manifests(head, base, index)
         replaced = proposal.dropped + proposal.rewrite
-        retired = sorted(self._keys(p.ref for p in replaced) - self._keys(index))
+        replaced_keys = object_keys(self.prefix, (p.ref for p in replaced))
+        retired = sorted(replaced_keys - object_keys(self.prefix, index))
         previous = self.index.manifest_list(head.manifest_list) if head.manifest_list else None
         old_index = [location_key(head.manifest_list)] if head.manifest_list else []
         old_index += [location_key(e.key) for e in previous.entries if e.key] if previous else []
@@ -380,10 +381,6 @@ class Compactor:
 
     def _key(self, ref: SegmentRef) -> str:
         return object_key(self.prefix, ref.level, ref.object_id)
-
-    def _keys(self, refs: Iterable[SegmentRef]) -> set[str]:
-        """The objects refs read (markers have none)."""
-        return {self._key(ref) for ref in refs if ref.has_object}
 
 
 def compact_keys(table: pa.Table, now_ms: int, topic: Topic) -> pa.Table:

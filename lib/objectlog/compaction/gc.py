@@ -29,14 +29,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from objectlog.clock import Clock
-from objectlog.format.index import SegmentRef
 from objectlog.format.layout import (
     INDEX_DIR,
     L0_DIR,
     TABLES_DIR,
     TOPICS_DIR,
     location_key,
-    object_key,
+    object_keys,
     object_time_ms,
 )
 from objectlog.services.index import IndexStore
@@ -106,7 +105,7 @@ class GarbageCollector:
         keys: set[str] = set()
         grace_start = now_ms - self.index.delete_grace_ms
         for head in heads:
-            keys.update(_object_keys(self.prefix, head.tail))
+            keys.update(object_keys(self.prefix, head.tail))
             if not head.manifest_list:
                 continue
             keys.add(location_key(head.manifest_list))
@@ -116,7 +115,7 @@ class GarbageCollector:
                 if entry.key:  # not an inline manifest
                     keys.add(location_key(entry.key))
                 manifest = self.index.manifest_of(entry)
-                keys.update(_object_keys(self.prefix, manifest.refs))
+                keys.update(object_keys(self.prefix, manifest.refs))
         if self.tables is not None:
             keys.update(_bucket_key(uri) for uri in self.tables.retained_keys())
         return keys
@@ -165,8 +164,3 @@ def _unreferenced_before(
         if info.key not in referenced and written is not None and written <= horizon_ms:
             doomed.append(info)
     return doomed
-
-
-def _object_keys(prefix: str, refs: Iterable[SegmentRef]) -> Iterator[str]:
-    """The keys of the objects refs read (markers have none)."""
-    return (object_key(prefix, r.level, r.object_id) for r in refs if r.has_object)

@@ -17,8 +17,13 @@ services/append.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from objectlog.clock import ulid_time_ms
+
+if TYPE_CHECKING:
+    from objectlog.format.index import SegmentRef
 
 L0_DIR = "l0/"
 INDEX_DIR = "index/"
@@ -63,6 +68,11 @@ def location_key(location: str) -> str:
 def object_key(prefix: str, level: int, object_id: str) -> str:
     """The key of a ref's object: L0 refs carry only the ULID, L1 refs the key below prefix."""
     return l0_key(prefix, object_id) if level == 0 else f"{prefix}{object_id}"
+
+
+def object_keys(prefix: str, refs: Iterable[SegmentRef]) -> set[str]:
+    """The keys of the objects refs read (a transaction's marker has none)."""
+    return {object_key(prefix, r.level, r.object_id) for r in refs if r.has_object}
 
 
 def l1_key(prefix: str, topic: str, topic_id: str, partition: int, base: int, ulid: str) -> str:

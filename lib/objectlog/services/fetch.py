@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from objectlog.cache import LruCache
 from objectlog.errors import ObjectLogError, ObjectNotFound, OffsetOutOfRange, UnknownPartition
-from objectlog.format.index import LEVEL_L0, LEVEL_MARKER, PlacedRef
+from objectlog.format.index import LEVEL_L0, PlacedRef
 from objectlog.format.l1 import decode_ref
 from objectlog.format.layout import object_key
 from objectlog.format.records import Record
@@ -222,7 +222,7 @@ class Reader:
             except ObjectLogError:
                 continue  # an index object gone: the next fetch reads the head again
             for placed in ahead:
-                if placed.ref.level == LEVEL_MARKER:
+                if not placed.ref.has_object:
                     continue
                 key = self._range(placed)
                 if self._slices.get(key) is None:
@@ -292,7 +292,7 @@ class Reader:
         seen: set[tuple[str, int, int]] = set()
         for placed_refs in plans.values():
             for placed in placed_refs:
-                if placed.ref.level == LEVEL_MARKER:
+                if not placed.ref.has_object:
                     continue  # a marker or an aborted transaction's ref: nothing to read
                 key = self._range(placed)
                 if key in seen:
@@ -347,7 +347,7 @@ class Reader:
         for i, placed_refs in plans.items():
             tables[i] = []
             for placed in placed_refs:
-                if placed.ref.level == LEVEL_MARKER:
+                if not placed.ref.has_object:
                     continue
                 key = self._range(placed)
                 error = failed.get(key)

@@ -253,9 +253,7 @@ class MemoryMetadata:
     ) -> int | None:
         with self._lock:
             head = self._heads.get((topic, partition))
-            if head is None or head.topic_id != topic_id:
-                raise TopicNotFound(f"topic {topic!r} partition {partition} no longer exists")
-            offset, new = marked(head, producer, epoch, commit, time_ms)
+            offset, new = marked(head, topic, partition, topic_id, producer, epoch, commit, time_ms)
             if new is not None:
                 self._heads[(topic, partition)] = new
             return offset

@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from objectlog.errors import ConcurrentTransactions, TopicNotFound
+from objectlog.format.index import SegmentRef
 from objectlog.format.txn import marker
 from objectlog.stores.head_commit import HeadWrites
 from objectlog.stores.metadata import PartitionHead
@@ -84,15 +85,44 @@ def opened(
     return head.next_offset, replace(head, open_txns=open_txns)
 
 
+def marker_to_write(
+    head: PartitionHead | None,
+    topic: str,
+    partition: int,
+    topic_id: str,
+    producer: str,
+    epoch: int,
+    commit: bool,
+    time_ms: int,
+) -> tuple[SegmentRef, int] | None:
+    """The marker write_marker appends to the head and the first offset of the entry it
+    closes, or None when no transaction of the producer at this epoch or an older one is open
+    there (its marker is written); TopicNotFound if the head is gone."""
+    if head is None or head.topic_id != topic_id:
+        raise TopicNotFound(f"topic {topic!r} partition {partition} no longer exists")
+    held = head.open_txns.get(producer)
+    if held is None or held[0] > epoch:
+        return None
+    return marker(commit, producer, held[1], time_ms), held[1]
+
+
 def marked(
-    head: PartitionHead | None, producer: str, epoch: int, commit: bool, time_ms: int
+    head: PartitionHead | None,
+    topic: str,
+    partition: int,
+    topic_id: str,
+    producer: str,
+    epoch: int,
+    commit: bool,
+    time_ms: int,
 ) -> tuple[int | None, PartitionHead | None]:
     """write_marker on a head held in memory: the marker's offset and the new head, or
     (None, None) when the transaction is not open there (its marker is written already)."""
-    held = head.open_txns.get(producer) if head is not None else None
-    if head is None or held is None or held[0] > epoch:
+    found = marker_to_write(head, topic, partition, topic_id, producer, epoch, commit, time_ms)
+    if found is None:
         return None, None
-    ref = marker(commit, producer, held[1], time_ms)
+    assert head is not None
+    ref, _ = found
     open_txns = {p: entry for p, entry in head.open_txns.items() if p != producer}
     new = replace(
         head,
@@ -162,12 +192,12 @@ class TransactionMarks(HeadWrites):
         conditional on the entry as read; None if it is not open (the marker is written)."""
         for _ in range(MARKER_ATTEMPTS):
             head = self.get_head(topic, partition)
-            if head is None or head.topic_id != topic_id:
-                raise TopicNotFound(f"topic {topic!r} partition {partition} no longer exists")
-            held = head.open_txns.get(producer)
-            if held is None or held[0] > epoch:
+            found = marker_to_write(
+                head, topic, partition, topic_id, producer, epoch, commit, time_ms
+            )
+            if found is None:
                 return None
-            ref = marker(commit, producer, held[1], time_ms)
+            ref, first = found
             written = self.table.update(
                 self._head_at(topic, partition),
                 "SET tail = list_append(tail, :refs), #next = #next + :span REMOVE ot.#p, oe.#p",
@@ -178,7 +208,7 @@ class TransactionMarks(HeadWrites):
                     ":span": ref.span,
                     ":tid": topic_id,
                     ":e": epoch,
-                    ":first": held[1],
+                    ":first": first,
                 },
                 returns="UPDATED_OLD",
                 repeatable=False,  # a repeat would find the entry gone: not an error, None
