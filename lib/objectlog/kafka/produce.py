@@ -8,7 +8,6 @@ keeps each one's last five batches (stores.kafka_window). Transactions are not o
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import pyarrow as pa
@@ -24,8 +23,6 @@ from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.services.append import PartitionBatch
 from objectlog.stores.metadata import KafkaSequence, kafka_producer
-
-logger = logging.getLogger(__name__)
 
 LOG_APPEND_TIME = 1
 NO_PRODUCER = -1
