@@ -21,7 +21,7 @@ import pyarrow as pa
 from objectlog.clients.arguments import check_isolation_level
 from objectlog.clients.consumer_state import ConsumerState
 from objectlog.clients.fetch_ahead import FetchAhead, FetchFailed, first_rows, rows_within
-from objectlog.clients.values import Offsets
+from objectlog.clients.values import ConsumerGroupMetadata, Offsets
 from objectlog.errors import InvalidRequest, ObjectLogError, OffsetOutOfRange, UnknownMemberId
 from objectlog.format.records import Record
 from objectlog.format.segment import SCHEMA
@@ -273,6 +273,13 @@ class Consumer:
     @property
     def generation(self) -> int:
         return self._membership.generation if self._membership else -1
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This consumer's group, member id and generation, for a transactional producer's
+        send_offsets_to_transaction (Kafka's consumer.groupMetadata())."""
+        if self.group is None:
+            raise InvalidRequest("group_metadata needs a group", field="group")
+        return ConsumerGroupMetadata(self.group, self.member_id, self.generation)
 
     # ---- poll --------------------------------------------------------------------------
 

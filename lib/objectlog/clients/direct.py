@@ -20,6 +20,7 @@ from objectlog.clients.consumer import Consumer
 from objectlog.clients.contract import LogClient
 from objectlog.clients.producer import Producer
 from objectlog.clients.topic_cache import TopicCache
+from objectlog.clients.transactional import TransactionalProducer
 from objectlog.clients.values import Offsets
 from objectlog.clock import Clock, SystemClock, new_ulid
 from objectlog.config import Config
@@ -273,7 +274,11 @@ class ObjectLog:
     # ---- produce -----------------------------------------------------------------------
 
     def producer(self, **options: Any) -> Producer:
-        """A Kafka-shaped producer (linger_ms, batch_bytes, enable_idempotence, compression)."""
+        """A Kafka-shaped producer (linger_ms, batch_bytes, enable_idempotence, compression);
+        with transactional_id= (and transaction_timeout_ms=), Kafka's transactional producer
+        (clients.transactional, docs/transactions.md)."""
+        if "transactional_id" in options:
+            return TransactionalProducer(self, **options)
         return Producer(self, **options)
 
     @property

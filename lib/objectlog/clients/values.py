@@ -23,3 +23,14 @@ class BatchResult:
     topic: str
     partitions: np.ndarray
     offsets: np.ndarray
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMetadata:
+    """What send_offsets_to_transaction needs of a consumer (Kafka's ConsumerGroupMetadata):
+    its group, and its member id and generation (None and -1 outside the group, as a consumer
+    with assign())."""
+
+    group_id: str
+    member_id: str | None = None
+    generation: int = -1

@@ -40,7 +40,14 @@ from objectlog.groups.values import (
     offset_value,
     validate_group_name,
 )
-from objectlog.stores.groups import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
+from objectlog.stores.groups import (
+    GroupState,
+    GroupStore,
+    MemberInfo,
+    OffsetItem,
+    TopicPartition,
+    commit_holds,
+)
 from objectlog.stores.metadata import ACTIVE, MetadataStore, PartitionHead
 
 REBALANCE_ATTEMPTS = 20
@@ -170,6 +177,23 @@ class GroupCoordinator:
             )
             if old is not None:
                 raise CommitFailed(_fenced_message(group, tp, old, member_id, generation))
+
+    def check_owner(
+        self,
+        group: str,
+        partitions: Iterable[TopicPartition],
+        *,
+        member_id: str | None,
+        generation: int,
+    ) -> None:
+        """CommitFailed unless a commit of these partitions by this member in this generation
+        would hold now (KIP-447's check of a transactional offset commit, for the library's
+        transactional producer): the store's own condition, read instead of written."""
+        validate_group_name(group)
+        _, items = self.store.read(group, [], [TopicPartition(*tp) for tp in partitions])
+        for tp, item in sorted(items.items()):
+            if not commit_holds(item, member_id, generation):
+                raise CommitFailed(_fenced_message(group, tp, item, member_id, generation))
 
     def committed(
         self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0

@@ -75,6 +75,7 @@ class GroupOffsets:
                     self.groups.commit(
                         group,
                         {tp: OffsetAndMetadata(pending.offset, pending.metadata)},
+                        member_id=pending.member,
                         generation=pending.generation,
                         leader_epochs={tp: pending.leader_epoch},
                     )

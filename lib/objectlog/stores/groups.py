@@ -65,6 +65,17 @@ class OffsetItem:
     leader_epoch: int = -1  # the committer's leader epoch (Kafka's committed_leader_epoch)
 
 
+def commit_holds(item: OffsetItem, member_id: str | None, generation: int) -> bool:
+    """A commit's condition (GroupStore.commit; DynamoGroupStore states it as its condition
+    expression): by the partition's owner at or after the generation it claimed it in, or,
+    with no member, while no member owns it (a classic Kafka group's commit, generation >= 0,
+    also not older than the item's generation)."""
+    if member_id is None:
+        fenced = generation >= 0
+        return item.owner is None and (not fenced or item.owner_generation <= generation)
+    return item.owner == member_id and item.owner_generation <= generation
+
+
 class GroupStore(Protocol):
     """The group, member and offset items and the group registry. Raises StorageUnavailable."""
 

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from objectlog.stores.groups import GroupState, OffsetItem, TopicPartition
+from objectlog.stores.groups import GroupState, OffsetItem, TopicPartition, commit_holds
 
 
 class MemoryGroupStore:
@@ -97,9 +97,7 @@ class MemoryGroupStore:
         fenced = member_id is None and generation >= 0  # a classic Kafka group's commit
 
         def holds(item: OffsetItem) -> bool:
-            if member_id is None:
-                return item.owner is None and (not fenced or item.owner_generation <= generation)
-            return item.owner == member_id and item.owner_generation <= generation
+            return commit_holds(item, member_id, generation)
 
         def committed(item: OffsetItem) -> OffsetItem:
             item = replace(

@@ -81,6 +81,7 @@ class PendingOffset:
     leader_epoch: int = -1
     metadata: str = ""
     generation: int = -1  # the committing member's group generation (applied fenced by it)
+    member: str | None = None  # an objectlog group's member (the library's consumers)
 
 
 @dataclass(frozen=True)
@@ -188,12 +189,13 @@ def item_bytes(txn: Transaction) -> int:
 
 
 def encode_offsets(offsets: Mapping[str, Mapping[TopicPartition, PendingOffset]]) -> str:
-    """{"<group>": [[topic, partition, offset, leader epoch, metadata, generation], ...]},
-    sorted."""
+    """{"<group>": [[topic, partition, offset, leader epoch, metadata, generation(, member)],
+    ...]}, sorted; the member only when there is one."""
     return json.dumps(
         {
             group: [
                 [tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata, o.generation]
+                + ([o.member] if o.member is not None else [])
                 for tp, o in sorted(by_partition.items())
             ]
             for group, by_partition in sorted(offsets.items())
@@ -206,7 +208,11 @@ def decode_offsets(text: str) -> dict[str, dict[TopicPartition, PendingOffset]]:
     return {
         group: {
             TopicPartition(row[0], int(row[1])): PendingOffset(
-                int(row[2]), int(row[3]), row[4], int(row[5]) if len(row) > 5 else -1
+                int(row[2]),
+                int(row[3]),
+                row[4],
+                int(row[5]) if len(row) > 5 else -1,
+                row[6] if len(row) > 6 else None,
             )
             for row in rows
         }

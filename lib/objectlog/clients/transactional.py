@@ -1,0 +1,293 @@
+"""The library's transactional producer (docs/transactions.md): Kafka's transactional API over
+the same coordinator, heads and markers the Kafka agent uses, so a library producer and a Kafka
+client are the same kind of transactional producer to the log and to each other.
+
+    producer = log.producer(transactional_id="orders-enricher")
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("enriched", value=...)
+    producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+    producer.commit_transaction()      # or abort_transaction()
+
+``init_transactions`` takes the transactional id's next epoch (KIP-360's InitProducerId),
+fencing any older instance and aborting its open transaction. The producer then writes as a
+Kafka producer of that id: its producer key is ``k<producer id>``, each partition batch carries
+Kafka sequences (one per record, from 0 in each epoch) and is tagged transactional, and the
+first batch of a transaction to a partition is preceded by AddPartitionsToTxn (the coordinator
+opens the transaction on the partition's head, and the head refuses a transactional batch
+outside it: KIP-890 part 1). ``send_offsets_to_transaction`` is AddOffsetsToTxn then
+TxnOffsetCommit, checked against the consumer's membership as KIP-447 checks it.
+``commit_transaction`` flushes, then EndTxn: it returns once every partition holds its marker,
+so the transaction is readable by read_committed consumers when it returns.
+
+Errors: a record that fails inside a transaction makes it abortable (commit_transaction raises
+InvalidTxnState naming the failure; abort_transaction works). A fenced producer
+(TransactionalIdFenced, ProducerFenced) can only be closed. After an abort that followed a
+failure whose outcome is unknown, the producer bumps its own epoch (KIP-360), so sequences
+start again from 0 and no batch of the aborted transaction can land later.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from objectlog.clients.delivery import Delivery, RecordFuture
+from objectlog.clients.producer import Producer
+from objectlog.clients.values import BatchResult, ConsumerGroupMetadata
+from objectlog.errors import (
+    ConcurrentTransactions,
+    InvalidRequest,
+    InvalidTxnState,
+    ObjectLogError,
+    ProducerFenced,
+    UnknownOutcome,
+)
+from objectlog.groups import OffsetAndMetadata, TopicPartition
+from objectlog.services.append import AppendOutcome, StagedFlush
+from objectlog.stores.metadata import KafkaSequence, kafka_producer
+from objectlog.stores.transactions import PendingOffset, check_transactional_id
+
+if TYPE_CHECKING:
+    from objectlog.clients.direct import ObjectLog
+
+RETRIES = 10  # of a coordinator call answered ConcurrentTransactions (retriable)
+BACKOFF_S = 0.05
+
+
+class TxnPhase(enum.Enum):
+    UNINITIALIZED = "uninitialized"  # before init_transactions
+    READY = "ready"  # between transactions
+    IN_TRANSACTION = "in transaction"
+    ABORTABLE = "abortable"  # a record or call failed: only abort_transaction
+    FATAL = "fatal"  # fenced: only close
+
+
+class TransactionalProducer(Producer):
+    def __init__(
+        self,
+        log: ObjectLog,
+        *,
+        transactional_id: str,
+        transaction_timeout_ms: int = 60_000,
+        **options: Any,
+    ) -> None:
+        """A Producer with Kafka's transaction calls. ``transaction_timeout_ms`` (Kafka's
+        ``transaction.timeout.ms``): a transaction open longer is aborted by the coordinator
+        and this producer fenced. Idempotence cannot be turned off, as in Kafka."""
+        if options.get("enable_idempotence") is False:
+            raise InvalidRequest(
+                "a transactional producer is idempotent: enable_idempotence cannot be False",
+                field="enable_idempotence",
+            )
+        check_transactional_id(transactional_id)
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.coordinator = log.transactions
+        self.groups = log.groups
+        self._phase = TxnPhase.UNINITIALIZED
+        self._failure: ObjectLogError | None = None  # what made the transaction abortable
+        self._unknown = False  # a batch of this epoch may have landed unacknowledged
+        self._pid = -1
+        self._epoch = -1
+        self._kafka_sequences: dict[tuple[str, int], int] = {}
+        self._added: set[tuple[str, int]] = set()
+        self._groups_added: set[str] = set()
+        self._txn_lock = threading.Lock()
+        super().__init__(log, **options)
+        self.producer_id = None  # no writes before init_transactions
+
+    # ---- Kafka's transaction calls -------------------------------------------------------
+
+    def init_transactions(self) -> None:
+        """Take the transactional id's next epoch (fencing older instances, aborting their
+        open transaction); the producer is then ready to begin one."""
+        if self._phase not in (TxnPhase.UNINITIALIZED, TxnPhase.READY):
+            raise InvalidTxnState(f"init_transactions called while {self._phase.value}")
+        self._bump_epoch(known=self._phase is not TxnPhase.UNINITIALIZED)
+        self._phase = TxnPhase.READY
+
+    def begin_transaction(self) -> None:
+        self._require(TxnPhase.READY, "begin_transaction")
+        with self._txn_lock:
+            self._added.clear()
+            self._groups_added.clear()
+            self._failure = None
+            self._phase = TxnPhase.IN_TRANSACTION
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        group_metadata: ConsumerGroupMetadata | str,
+    ) -> None:
+        """Commit a consumer's offsets in this transaction: applied to its group when the
+        transaction commits, never before, and dropped if it aborts. group_metadata is the
+        consumer's ``group_metadata()`` (or a group id, for offsets committed from outside the
+        group). Raises CommitFailed when the consumer no longer owns a partition in its
+        generation (KIP-447): the transaction must then abort."""
+        self._require(TxnPhase.IN_TRANSACTION, "send_offsets_to_transaction")
+        meta = (
+            ConsumerGroupMetadata(group_metadata)
+            if isinstance(group_metadata, str)
+            else group_metadata
+        )
+        pending = {
+            TopicPartition(*tp): _pending(value, meta) for tp, value in sorted(offsets.items())
+        }
+        if not pending:
+            return
+        try:
+            self._call(self.coordinator.add_offsets, meta.group_id)
+            self._groups_added.add(meta.group_id)
+            self._call(
+                self.coordinator.txn_offset_commit,
+                meta.group_id,
+                pending,
+                lambda: self.groups.check_owner(
+                    meta.group_id, pending, member_id=meta.member_id, generation=meta.generation
+                ),
+            )
+        except ObjectLogError as e:
+            self._fail_transaction(e)
+            raise
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit: returns once the transaction is readable. InvalidTxnState if a
+        record of it failed (abort it instead)."""
+        self._require(TxnPhase.IN_TRANSACTION, "commit_transaction")
+        self.flush(timeout)
+        if self._failure is not None:
+            self._phase = TxnPhase.ABORTABLE
+            raise InvalidTxnState(
+                f"the transaction cannot commit, a part of it failed: {self._failure}; "
+                "abort_transaction()"
+            )
+        self._end(commit=True)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort: what was sent in the transaction is never read by read_committed consumers
+        and its offsets never reach the group."""
+        if self._phase not in (TxnPhase.IN_TRANSACTION, TxnPhase.ABORTABLE):
+            raise InvalidTxnState(f"abort_transaction called while {self._phase.value}")
+        self.flush(timeout)
+        self._end(commit=False)
+        if self._unknown:  # a batch may land late: a new epoch refuses it (KIP-360)
+            self._bump_epoch(known=True)
+
+    # ---- sending -------------------------------------------------------------------------
+
+    def send(self, topic: str, *args: Any, **kwargs: Any) -> RecordFuture:
+        if self._phase is not TxnPhase.IN_TRANSACTION:
+            self._require(TxnPhase.IN_TRANSACTION, "send")
+        return super().send(topic, *args, **kwargs)
+
+    def send_table(self, topic: str, table: pa.Table, partition: int | None = None) -> BatchResult:
+        self._require(TxnPhase.IN_TRANSACTION, "send_table")
+        try:
+            return super().send_table(topic, table, partition)
+        except ObjectLogError as e:
+            self._fail_transaction(e)
+            raise
+
+    def _commit(self, staged: StagedFlush) -> list[AppendOutcome]:
+        """Add the flush's new partitions to the transaction, give each batch its Kafka
+        sequences, then commit. A partition the coordinator did not add is refused by its
+        head (InvalidTxnState), so no batch lands outside the transaction."""
+        batches = [outcome.batch for outcome in staged.outcomes]
+        with self._txn_lock:
+            new = sorted({(b.topic.name, b.partition) for b in batches} - self._added)
+            if new and self._phase is TxnPhase.IN_TRANSACTION:
+                try:
+                    self._call(self.coordinator.add_partitions, new)
+                    self._added.update(new)
+                except ObjectLogError as e:
+                    self._fail_transaction(e)
+            for batch in batches:
+                first = self._kafka_sequences.get((batch.topic.name, batch.partition), 0)
+                batch.kafka = KafkaSequence(self._epoch, first, first + batch.records - 1)
+                batch.transactional = True
+        outcomes = super()._commit(staged)
+        for outcome in outcomes:
+            self._account(outcome)
+        return outcomes
+
+    def _account(self, outcome: AppendOutcome) -> None:
+        batch = outcome.batch
+        assert batch.kafka is not None
+        if outcome.error is None:
+            self._kafka_sequences[(batch.topic.name, batch.partition)] = batch.kafka.last + 1
+            return
+        if isinstance(outcome.error, UnknownOutcome):
+            self._unknown = True
+        self._fail_transaction(outcome.error)
+
+    def _settle_delivery(self, delivery: Delivery) -> None:
+        if delivery.errors:  # a record refused before its commit (unknown topic, too large)
+            self._fail_transaction(next(iter(delivery.errors.values())))
+        super()._settle_delivery(delivery)
+
+    # ---- the coordinator -----------------------------------------------------------------
+
+    def _bump_epoch(self, *, known: bool) -> None:
+        txn = self._retried(
+            self.coordinator.init_producer_id,
+            self.transactional_id,
+            self.transaction_timeout_ms,
+            self._pid if known else -1,
+            self._epoch if known else -1,
+        )
+        if (txn.producer_id, txn.producer_epoch) != (self._pid, self._epoch):
+            self._kafka_sequences.clear()  # a new epoch's sequences start at 0
+        self._pid, self._epoch = txn.producer_id, txn.producer_epoch
+        self.producer_id = kafka_producer(txn.producer_id)
+        self._unknown = False
+
+    def _end(self, *, commit: bool) -> None:
+        if self._added or self._groups_added:  # nothing begun on the coordinator: nothing to end
+            self._call(self.coordinator.end_txn, commit)
+        self._phase = TxnPhase.READY
+
+    def _call(self, method: Callable[..., Any], *args: Any) -> Any:
+        """A coordinator call for this producer's transactional id, producer id and epoch."""
+        return self._retried(method, self.transactional_id, self._pid, self._epoch, *args)
+
+    def _retried(self, method: Callable[..., Any], *args: Any) -> Any:
+        for attempt in range(RETRIES):
+            try:
+                return method(*args)
+            except ConcurrentTransactions:
+                if attempt == RETRIES - 1:
+                    raise
+                time.sleep(BACKOFF_S * (attempt + 1))
+            except ProducerFenced:
+                self._phase = TxnPhase.FATAL
+                raise
+        raise AssertionError("unreachable")
+
+    def _fail_transaction(self, error: ObjectLogError) -> None:
+        if isinstance(error, ProducerFenced):
+            self._phase = TxnPhase.FATAL
+        elif self._phase is TxnPhase.IN_TRANSACTION:
+            self._phase = TxnPhase.ABORTABLE
+        if self._failure is None:
+            self._failure = error
+
+    def _require(self, phase: TxnPhase, call: str) -> None:
+        if self._phase is phase:
+            return
+        why = f"{call} needs the producer {phase.value}, but it is {self._phase.value}"
+        if self._phase is TxnPhase.FATAL:
+            why += " (this producer was fenced: close it)"
+        if self._failure is not None:
+            why += f"; a part of the transaction failed: {self._failure}"
+        raise InvalidTxnState(why)
+
+
+def _pending(value: OffsetAndMetadata | int, meta: ConsumerGroupMetadata) -> PendingOffset:
+    offset, metadata = (value, "") if isinstance(value, int) else (value[0], value[1])
+    return PendingOffset(offset, -1, metadata or "", meta.generation, meta.member_id)
