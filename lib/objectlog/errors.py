@@ -255,6 +255,13 @@ class UnknownMemberId(ObjectLogError):
     kind = ErrorKind.NOT_FOUND
 
 
+class UnstableOffsetCommit(ObjectLogError):
+    """A transaction still holds the partition's committed offset pending: ask again when it
+    ends (Kafka's UNSTABLE_OFFSET_COMMIT)."""
+
+    kind = ErrorKind.RETRIABLE
+
+
 class CommitFailed(ObjectLogError):
     """The partition is owned by another member or a newer generation: the commit is fenced."""
 

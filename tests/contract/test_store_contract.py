@@ -636,6 +636,39 @@ def test_offsets_move_only_by_their_owner_at_its_generation(stores: ItemStores) 
     assert g.read("g", [], [TP])[1][TP] == OffsetItem()
 
 
+def test_a_transactions_offsets_are_marked_pending_then_settled(stores: ItemStores) -> None:
+    """KIP-447 on the offset items (groups.transactional_offsets): a mark under the member's
+    own commit condition, settled whoever owns the partition by then, only by its own mark;
+    a plain commit since wins."""
+    g = stores.groups
+    assert g.claim("g", TP, "a", 2, seen_owner=None)
+    refused = g.hold_pending("g", TP, "t1", member_id="b", generation=2)
+    assert refused == OffsetItem(owner="a", owner_generation=2)  # not b's: nothing marked
+    assert g.hold_pending("g", TP, "t1", member_id="a", generation=1) is not None  # older gen
+    assert g.hold_pending("g", TP, "t1", member_id="a", generation=2) is None
+    assert g.read("g", [], [TP])[1][TP].pending == "t1"
+    assert g.release("g", TP, "a", None) and g.claim("g", TP, "b", 3, seen_owner=None)
+    assert g.read("g", [], [TP])[1][TP].pending == "t1"  # kept across the move
+    assert not g.settle_pending("g", TP, "t0", (4, "x", 7, 9))  # another transaction's mark
+    assert g.settle_pending("g", TP, "t1", (4, "x", 7, 9))  # committed: b waited for it
+    assert g.read("g", [], [TP])[1][TP] == OffsetItem(4, "x", 9, "b", 3, 7)
+    assert not g.settle_pending("g", TP, "t1", (5, "", -1, 10))  # once
+    assert g.hold_pending("g", TP, "t2", member_id="b", generation=3) is None
+    assert g.settle_pending("g", TP, "t2", None)  # aborted: the offset stays
+    assert g.read("g", [], [TP])[1][TP] == OffsetItem(4, "x", 9, "b", 3, 7)
+    assert g.hold_pending("g", TP, "t3", member_id="b", generation=3) is None
+    assert g.commit("g", TP, 6, "", 11, member_id="b", generation=3) is None
+    assert g.read("g", [], [TP])[1][TP].pending is None  # a plain commit since wins
+    assert not g.settle_pending("g", TP, "t3", (5, "", -1, 12))
+    assert g.read("g", [], [TP])[1][TP].offset == 6
+    classic = TopicPartition("t", 4)  # a classic group's items: no owner, generations fence
+    assert g.commit("k", classic, 1, "", 1, member_id=None, generation=5) is None
+    assert g.hold_pending("k", classic, "t4", member_id=None, generation=4) is not None
+    assert g.hold_pending("k", classic, "t4", member_id=None, generation=5) is None
+    assert g.settle_pending("k", classic, "t4", (3, "", -1, 2))
+    assert g.read("k", [], [classic])[1][classic] == OffsetItem(3, "", 2, None, 5)
+
+
 def test_a_classic_groups_commits_are_fenced_by_generation(stores: ItemStores) -> None:
     groups = stores.groups
 

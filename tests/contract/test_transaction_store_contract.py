@@ -78,11 +78,10 @@ ONGOING = {
     "started_ms": 0,  # a falsy start is kept too
     "expires_at_s": None,
     "partitions": frozenset({TopicPartition("orders", 0), TopicPartition("a.b-c_d", 11)}),
-    "groups": frozenset({"g1", "grüppe", "library"}),
+    "groups": frozenset({"g1", "grüppe"}),
     "offsets": {
         "g1": {TopicPartition("in", 3): PendingOffset(42, 5, "m€ta")},
         "grüppe": {TopicPartition("in", 0): PendingOffset(0)},
-        "library": {TopicPartition("in", 1): PendingOffset(7, -1, "", 3, "member-ü")},
     },
 }
 

@@ -191,3 +191,44 @@ def test_calls_out_of_order_are_refused(txlog: ObjectLog) -> None:
         producer.begin_transaction()
         producer.commit_transaction()  # an empty transaction: nothing to end
     assert values(txlog, OUT_A, READ_UNCOMMITTED) == []
+
+
+def test_a_member_taking_over_waits_for_the_offsets_a_transaction_holds(
+    txlog: ObjectLog,
+) -> None:
+    """KIP-447's stable offsets: the partition's new owner (read_committed) neither starts
+    from the old committed offset while a transaction holds a new one pending (it would read
+    the inputs again, and the pipeline produce their outputs twice), nor waits past the
+    transaction's end; after an abort it starts from the old offset."""
+    seed = txlog.producer()
+    for i in range(4):
+        seed.send(IN, f"in-{i}".encode(), partition=0)
+    seed.close()
+    tp = TopicPartition(IN, 0)
+    options = {"topics": [IN], "auto_offset_reset": "earliest", "enable_auto_commit": False}
+    for commit in (True, False):
+        group = f"takeover-{commit}"
+        first = txlog.consumer(group=group, isolation_level=READ_COMMITTED, **options)
+        inputs = []
+        for _ in range(20):
+            inputs += [r for r in first.poll(0.3) if r.topic == IN and r.partition == 0]
+            if len(inputs) == 4:
+                break
+        with transactional(txlog, f"takeover-{commit}") as producer:
+            producer.init_transactions()
+            producer.begin_transaction()
+            producer.send(OUT_B, b"out", partition=0)
+            producer.send_offsets_to_transaction({tp: 4}, first.group_metadata())
+            first.close()  # its partitions move while the transaction is open
+            second = txlog.consumer(group=group, isolation_level=READ_COMMITTED, **options)
+            early = [r for r in second.poll(1.0) if r.topic == IN and r.partition == 0]
+            assert early == []  # waiting: it has no position on the partition yet
+            assert tp in second.assignment()
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+        assert second.position(tp, timeout=10) == (4 if commit else 0)
+        uncommitted = txlog.consumer(group=group, **options)  # read_uncommitted: no wait
+        uncommitted.close()
+        second.close()

@@ -62,7 +62,9 @@ class Log:
             if marker not in self.markers[tp]:
                 self.markers[tp].append(marker)
 
-    def apply(self, txn: Transaction) -> None:
+    def settle(self, txn: Transaction, commit: bool) -> None:
+        if not commit:
+            return
         self.calls["offsets"] += 1
         for group, offsets in txn.offsets.items():
             self.offsets.setdefault(group, {}).update(offsets)
@@ -113,7 +115,7 @@ def ongoing(agent: TransactionCoordinator) -> Transaction:
     return agent.txn_offset_commit(ID, p.producer_id, p.producer_epoch, "g", OFFSETS, _ok)
 
 
-def _ok() -> None:
+def _ok(txn: Transaction) -> None:
     """A KIP-447 member check that passes."""
 
 
@@ -355,16 +357,16 @@ def test_offsets_are_held_per_group_after_the_members_check(
     p = agent.init_producer_id(ID, TIMEOUT)
     agent.add_offsets(ID, p.producer_id, p.producer_epoch, "g")
 
-    def stale_member() -> None:
+    def stale_member(txn: Transaction) -> None:
         raise CommitFailed("generation 3 is not the group's 4")
 
     with pytest.raises(CommitFailed):
         agent.txn_offset_commit(ID, p.producer_id, p.producer_epoch, "g", OFFSETS, stale_member)
     assert stored(world).offsets == {}
     checks: list[str] = []
-    agent.txn_offset_commit(ID, 100, 0, "g", OFFSETS, lambda: checks.append("g"))
+    agent.txn_offset_commit(ID, 100, 0, "g", OFFSETS, lambda _txn: checks.append("g"))
     later = {TP("in", 1): PendingOffset(25, 3, "n")}
-    txn = agent.txn_offset_commit(ID, 100, 0, "g", later, lambda: checks.append("g"))
+    txn = agent.txn_offset_commit(ID, 100, 0, "g", later, lambda _txn: checks.append("g"))
     assert txn.offsets == {"g": {**OFFSETS, **later}} and checks == ["g", "g"]
     assert txn.partitions == set() and txn.groups == {"g"}  # AddOffsets began it
 
@@ -462,8 +464,8 @@ def test_two_agents_completing_at_once_both_succeed(world: World) -> None:
             world.log.write_markers(txn, commit)
             other.complete(ID)
 
-        def apply(self, txn: Transaction) -> None:
-            world.log.apply(txn)
+        def settle(self, txn: Transaction, commit: bool) -> None:
+            world.log.settle(txn, commit)
 
     done = world.agent(Racing()).complete(ID)
     assert done is not None and done.state is TxnState.COMPLETE_COMMIT

@@ -22,7 +22,13 @@ from objectlog.clients.arguments import check_isolation_level
 from objectlog.clients.consumer_state import ConsumerState
 from objectlog.clients.fetch_ahead import FetchAhead, FetchFailed, first_rows, rows_within
 from objectlog.clients.values import ConsumerGroupMetadata, Offsets
-from objectlog.errors import InvalidRequest, ObjectLogError, OffsetOutOfRange, UnknownMemberId
+from objectlog.errors import (
+    InvalidRequest,
+    ObjectLogError,
+    OffsetOutOfRange,
+    UnknownMemberId,
+    UnstableOffsetCommit,
+)
 from objectlog.format.records import Record
 from objectlog.format.segment import SCHEMA
 from objectlog.format.topics import Topic
@@ -34,7 +40,7 @@ from objectlog.groups.values import (
     validate_group_name,
 )
 from objectlog.services.fetch import FetchRequest, FetchResult
-from objectlog.services.isolation import READ_UNCOMMITTED
+from objectlog.services.isolation import READ_COMMITTED, READ_UNCOMMITTED
 from objectlog.stores.groups import TopicPartition
 
 AUTO_OFFSET_RESETS = ("earliest", "latest", "none")
@@ -45,6 +51,7 @@ POLL_BACKOFF_MAX_S = 0.1
 # arrive; here the wait is the latency a record can add, so the default is short).
 DEFAULT_FETCH_MAX_WAIT_MS = 100
 CLAIM_RETRY_S = 0.1  # while an assigned partition waits for its previous owner to release it
+UNSTABLE_RETRY_S = 0.2  # while a transaction holds a partition's committed offset pending
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +116,13 @@ class Groups(Protocol):
         self, group: str, partitions: Iterable[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The committed offset of each partition, None where there is none."""
+        ...
+
+    def stable_committed(
+        self, group: str, partitions: Iterable[TopicPartition]
+    ) -> tuple[dict[TopicPartition, OffsetAndMetadata | None], set[TopicPartition]]:
+        """committed(), but for the partitions whose offset a transaction holds pending,
+        answered apart (Kafka's require_stable; docs/transactions.md)."""
         ...
 
     def describe(self, group: str) -> GroupDescription:
@@ -205,6 +219,7 @@ class Consumer:
         self._positions: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
         self._committed_positions: dict[TopicPartition, int] = {}
+        self._unstable_until: dict[TopicPartition, float] = {}  # when to ask again
         self._next_heartbeat = 0.0
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval_s
         self._rotation = 0
@@ -216,6 +231,7 @@ class Consumer:
             tail_wait_s=self.fetch_max_wait_s,
             isolation=isolation_level,  # read_committed: docs/transactions.md
         )
+        self.isolation_level = isolation_level
         self._closed = False
         if topics is not None:
             self.subscribe(topics)
@@ -356,25 +372,40 @@ class Consumer:
     def _fill(self, partitions: list[TopicPartition]) -> None:
         """Tell the fetch-ahead what is read and where; fetch here without its thread."""
         self._ensure_positions(partitions)
-        self._ahead.track({tp: self._positions[tp] for tp in partitions})
+        self._ahead.track(self._positions_of(partitions))
         try:
             self._ahead.fill()
         except FetchFailed as failed:
             if not isinstance(failed.error, OffsetOutOfRange):
                 raise failed.error from None
             self._reset_out_of_range([tp for tp in failed.partitions if tp in self._positions])
-            self._ahead.track({tp: self._positions[tp] for tp in partitions})
+            self._ahead.track(self._positions_of(partitions))
             try:
                 self._ahead.fill()
             except FetchFailed as again:
                 raise again.error from None
 
+    def _positions_of(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The positions of those that have one (not those waiting for a transaction)."""
+        return {tp: self._positions[tp] for tp in partitions if tp in self._positions}
+
     # ---- positions ---------------------------------------------------------------------
 
-    def position(self, partition: TopicPartition | tuple[str, int]) -> int:
-        """The offset of the next record poll() will return from the partition."""
+    def position(self, partition: TopicPartition | tuple[str, int], timeout: float = 60.0) -> int:
+        """The offset of the next record poll() will return from the partition. A
+        read_committed consumer waits while a transaction holds the partition's committed
+        offset pending, up to timeout (then UnstableOffsetCommit, retriable)."""
         tp = self._owned_partition(partition)
+        deadline = time.monotonic() + timeout
         self._ensure_positions([tp])
+        while tp not in self._positions:
+            if time.monotonic() >= deadline:
+                raise UnstableOffsetCommit(
+                    f"{tp.topic}/{tp.partition}: a transaction still holds the committed "
+                    f"offset of group {self.group!r} pending after {timeout} s"
+                )
+            time.sleep(UNSTABLE_RETRY_S)
+            self._ensure_positions([tp])
         return self._positions[tp]
 
     def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
@@ -401,10 +432,24 @@ class Consumer:
         return set(self._paused & self._owned)
 
     def _ensure_positions(self, partitions: Sequence[TopicPartition]) -> None:
-        missing = [tp for tp in partitions if tp not in self._positions]
-        if not missing:
-            return
-        committed = self.log.groups.committed(self.group, missing) if self.group else {}
+        """A position for each partition: its committed offset, else auto_offset_reset's.
+        A read_committed consumer leaves a partition whose offset a transaction holds
+        pending without one until the transaction ends (as Kafka's consumer asks for stable
+        offsets), so it never reads from an offset that transaction is about to move."""
+        now = time.monotonic()
+        missing = [
+            tp
+            for tp in partitions
+            if tp not in self._positions and self._unstable_until.get(tp, 0.0) <= now
+        ]
+        if not missing or self.group is None:
+            committed: dict[TopicPartition, OffsetAndMetadata | None] = {}
+        elif self.isolation_level == READ_COMMITTED:
+            committed, unstable = self.log.groups.stable_committed(self.group, missing)
+            self._unstable_until.update(dict.fromkeys(unstable, now + UNSTABLE_RETRY_S))
+            missing = [tp for tp in missing if tp not in unstable]
+        else:
+            committed = self.log.groups.committed(self.group, missing)
         for tp in missing:
             value = committed.get(tp)
             if value is not None:

@@ -48,7 +48,7 @@ from objectlog.services.index import IndexStore
 from objectlog.services.isolation import READ_UNCOMMITTED
 from objectlog.services.range_reads import ConcurrentReads
 from objectlog.services.recent_heads import RecentHeads
-from objectlog.services.transaction_log import GroupOffsets, PartitionMarkers
+from objectlog.services.transaction_log import GroupOffsets, OffsetsPending, PartitionMarkers
 from objectlog.services.transactions import TransactionCoordinator
 from objectlog.stores.items import ItemStores
 from objectlog.stores.leases import LeaseStore
@@ -275,8 +275,7 @@ class ObjectLog:
 
     def producer(self, **options: Any) -> Producer:
         """A Kafka-shaped producer (linger_ms, batch_bytes, enable_idempotence, compression);
-        with transactional_id= (and transaction_timeout_ms=), Kafka's transactional producer
-        (clients.transactional, docs/transactions.md)."""
+        transactional with transactional_id= (clients.transactional)."""
         if "transactional_id" in options:
             return TransactionalProducer(self, **options)
         return Producer(self, **options)
@@ -285,8 +284,9 @@ class ObjectLog:
     def groups(self) -> GroupCoordinator:
         """Consumer groups: join, heartbeat, commit, describe, reset offsets, delete."""
         if self._groups is None:
+            pending = OffsetsPending(lambda: self.transactions)
             self._groups = GroupCoordinator(
-                self.metadata, self.items.groups, self.clock, self.offset_for_time
+                self.metadata, self.items.groups, self.clock, self.offset_for_time, pending
             )
         return self._groups
 

@@ -113,12 +113,23 @@ class HttpGroups:
             f"{_group(group)}/offsets",
             params={"partitions": ",".join(tp.encode() for tp in wanted)},
         )
-        return {
-            TopicPartition(o["topic"], o["partition"]): (
-                None if o["offset"] is None else OffsetAndMetadata(o["offset"], o["metadata"])
-            )
-            for o in body["offsets"]
-        }
+        return _committed_offsets(body)
+
+    def stable_committed(
+        self, group: str, partitions: Iterable[TopicPartition]
+    ) -> tuple[dict[TopicPartition, OffsetAndMetadata | None], set[TopicPartition]]:
+        wanted = [TopicPartition(*tp) for tp in partitions]
+        if not wanted:
+            return {}, set()
+        body = self.api.request(
+            "GET",
+            f"{_group(group)}/offsets",
+            params={
+                "partitions": ",".join(tp.encode() for tp in wanted),
+                "require_stable": "true",
+            },
+        )
+        return _committed_offsets(body), {TopicPartition.decode(t) for t in body["unstable"]}
 
     def describe(self, group: str) -> GroupDescription:
         body = self.api.request("GET", _group(group))
@@ -214,3 +225,12 @@ def _membership(body: Mapping[str, Any]) -> Membership:
         owned=_partitions(body["owned"]),
         claimed=_partitions(body.get("claimed", ())),
     )
+
+
+def _committed_offsets(body: Mapping[str, Any]) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    return {
+        TopicPartition(o["topic"], o["partition"]): (
+            None if o["offset"] is None else OffsetAndMetadata(o["offset"], o["metadata"])
+        )
+        for o in body["offsets"]
+    }

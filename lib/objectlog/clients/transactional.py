@@ -16,7 +16,9 @@ Kafka sequences (one per record, from 0 in each epoch) and is tagged transaction
 first batch of a transaction to a partition is preceded by AddPartitionsToTxn (the coordinator
 opens the transaction on the partition's head, and the head refuses a transactional batch
 outside it: KIP-890 part 1). ``send_offsets_to_transaction`` is AddOffsetsToTxn then
-TxnOffsetCommit, checked against the consumer's membership as KIP-447 checks it.
+TxnOffsetCommit, checked against the consumer's membership as KIP-447 checks it, in the write
+that marks the offsets pending (read_committed consumers taking the partitions over wait for
+the transaction to end).
 ``commit_transaction`` flushes, then EndTxn: it returns once every partition holds its marker,
 so the transaction is readable by read_committed consumers when it returns.
 
@@ -51,7 +53,7 @@ from objectlog.errors import (
 from objectlog.groups import OffsetAndMetadata, TopicPartition
 from objectlog.services.append import AppendOutcome, StagedFlush
 from objectlog.stores.metadata import KafkaSequence, kafka_producer
-from objectlog.stores.transactions import PendingOffset, check_transactional_id
+from objectlog.stores.transactions import PendingOffset, check_transactional_id, offsets_mark
 
 if TYPE_CHECKING:
     from objectlog.clients.direct import ObjectLog
@@ -148,8 +150,12 @@ class TransactionalProducer(Producer):
                 self.coordinator.txn_offset_commit,
                 meta.group_id,
                 pending,
-                lambda: self.groups.check_owner(
-                    meta.group_id, pending, member_id=meta.member_id, generation=meta.generation
+                lambda txn: self.groups.transactional.hold(
+                    meta.group_id,
+                    offsets_mark(txn),
+                    pending,
+                    member_id=meta.member_id,
+                    generation=meta.generation,
                 ),
             )
         except ObjectLogError as e:
@@ -290,4 +296,4 @@ class TransactionalProducer(Producer):
 
 def _pending(value: OffsetAndMetadata | int, meta: ConsumerGroupMetadata) -> PendingOffset:
     offset, metadata = (value, "") if isinstance(value, int) else (value[0], value[1])
-    return PendingOffset(offset, -1, metadata or "", meta.generation, meta.member_id)
+    return PendingOffset(offset, -1, metadata or "", meta.generation)

@@ -30,6 +30,7 @@ from objectlog.errors import (
 from objectlog.format.topics import Topic, check_partition
 from objectlog.groups.assignors import DEFAULT_STRATEGIES, assign, choose_strategy
 from objectlog.groups.resets import ResetTo, reset_target
+from objectlog.groups.transactional_offsets import TransactionalOffsets, fenced_message
 from objectlog.groups.values import (
     GroupDescription,
     MemberDescription,
@@ -40,14 +41,7 @@ from objectlog.groups.values import (
     offset_value,
     validate_group_name,
 )
-from objectlog.stores.groups import (
-    GroupState,
-    GroupStore,
-    MemberInfo,
-    OffsetItem,
-    TopicPartition,
-    commit_holds,
-)
+from objectlog.stores.groups import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
 from objectlog.stores.metadata import ACTIVE, MetadataStore, PartitionHead
 
 REBALANCE_ATTEMPTS = 20
@@ -62,11 +56,14 @@ class GroupCoordinator:
         store: GroupStore,
         clock: Clock,
         offset_for_time: Callable[[str, int, int], int | None],
+        pending: Callable[[str, str], bool] | None = None,
     ) -> None:
+        """pending: groups.transactional_offsets' check of a transaction's marks."""
         self.metadata = metadata
         self.store = store
         self.clock = clock
         self.offset_for_time = offset_for_time  # ObjectLog.offset_for_time
+        self.transactional = TransactionalOffsets(store, clock, pending)
         self._tracked: set[tuple[str, str]] = set()
 
     # ---- membership --------------------------------------------------------------------
@@ -176,34 +173,22 @@ class GroupCoordinator:
                 leader_epoch=(leader_epochs or {}).get(tp, -1),
             )
             if old is not None:
-                raise CommitFailed(_fenced_message(group, tp, old, member_id, generation))
+                raise CommitFailed(fenced_message(group, tp, old, member_id, generation))
 
-    def check_owner(
-        self,
-        group: str,
-        partitions: Iterable[TopicPartition],
-        *,
-        member_id: str | None,
-        generation: int,
-    ) -> None:
-        """CommitFailed unless a commit of these partitions by this member in this generation
-        would hold now (KIP-447's check of a transactional offset commit, for the library's
-        transactional producer): the store's own condition, read instead of written."""
-        validate_group_name(group)
-        _, items = self.store.read(group, [], [TopicPartition(*tp) for tp in partitions])
-        for tp, item in sorted(items.items()):
-            if not commit_holds(item, member_id, generation):
-                raise CommitFailed(_fenced_message(group, tp, item, member_id, generation))
+    def stable_committed(
+        self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
+    ) -> tuple[dict[TopicPartition, OffsetAndMetadata | None], set[TopicPartition]]:
+        """committed(), less the partitions whose offset a transaction that has not ended
+        holds pending, answered apart (Kafka's require_stable: UNSTABLE_OFFSET_COMMIT)."""
+        items = self.committed_items(group, partitions, generation=generation)
+        unstable = self.transactional.unstable(group, items)
+        return _offsets(items, unstable), unstable
 
     def committed(
         self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The committed offsets (committed_items, for a consumer)."""
-        items = self.committed_items(group, partitions, generation=generation).items()
-        return {
-            tp: None if i.offset is None else OffsetAndMetadata(i.offset, i.metadata)
-            for tp, i in items
-        }
+        return _offsets(self.committed_items(group, partitions, generation=generation), set())
 
     def committed_items(
         self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
@@ -480,25 +465,14 @@ class GroupCoordinator:
             self._tracked.update((group, t) for t in new)
 
 
-def _fenced_message(
-    group: str, tp: TopicPartition, old: OffsetItem, member_id: str | None, generation: int
-) -> str:
-    where = f"{tp.topic}/{tp.partition} in group {group!r}"
-    if member_id is None:
-        return (
-            f"cannot commit {where} from outside the group: member {old.owner} owns it "
-            f"(generation {old.owner_generation})"
-        )
-    if old.owner == member_id:
-        return (
-            f"cannot commit {where}: this member claimed it at generation "
-            f"{old.owner_generation}, after generation {generation} it commits for; rejoin"
-        )
-    owner = f"member {old.owner} (generation {old.owner_generation})" if old.owner else "no member"
-    return (
-        f"cannot commit {where}: it is now owned by {owner}, not by {member_id} "
-        f"(generation {generation}); the group rebalanced, rejoin"
-    )
+def _offsets(
+    items: Mapping[TopicPartition, OffsetItem], leaving_out: set[TopicPartition]
+) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    return {
+        tp: None if i.offset is None else OffsetAndMetadata(i.offset, i.metadata)
+        for tp, i in items.items()
+        if tp not in leaving_out
+    }
 
 
 def _subscribed(members: Mapping[str, MemberInfo]) -> frozenset[str]:

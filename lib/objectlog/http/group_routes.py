@@ -109,10 +109,23 @@ def groups_router(services: Services) -> Router:
                 max_length=100_000,
             ),
         ],
+        require_stable: Annotated[
+            bool,
+            Query(
+                description="leave out offsets a transaction holds pending and list them as "
+                "unstable (Kafka's require_stable, docs/transactions.md)"
+            ),
+        ] = False,
     ) -> CommittedResponse:
         wanted = _partition_list(partitions)
-        found = services.log.groups.committed(group, wanted)
-        return CommittedResponse(offsets=[_committed_out(tp, found.get(tp)) for tp in wanted])
+        if not require_stable:
+            found = services.log.groups.committed(group, wanted)
+            return CommittedResponse(offsets=[_committed_out(tp, found.get(tp)) for tp in wanted])
+        found, unstable = services.log.groups.stable_committed(group, wanted)
+        return CommittedResponse(
+            offsets=[_committed_out(tp, found.get(tp)) for tp in wanted if tp not in unstable],
+            unstable=[tp.encode() for tp in sorted(unstable)],
+        )
 
     @router.post(
         "/groups/<group>/offsets",

@@ -250,6 +250,11 @@ class CommittedOut(BaseModel):
 
 class CommittedResponse(BaseModel):
     offsets: list[CommittedOut]
+    unstable: list[str] = Field(
+        default_factory=list,
+        description="with require_stable: the topic:partition pairs whose offset a "
+        "transaction still holds pending (left out of offsets; ask again when it ends)",
+    )
 
 
 class GroupList(BaseModel):

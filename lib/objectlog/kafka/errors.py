@@ -31,6 +31,7 @@ from objectlog.errors import (
     UnknownMemberId,
     UnknownOutcome,
     UnknownPartition,
+    UnstableOffsetCommit,
 )
 from objectlog.kafka.batches import InvalidBatch
 
@@ -55,6 +56,7 @@ CODES: tuple[tuple[type[Exception], ErrorCode], ...] = (
     (InvalidProducerIdMapping, ErrorCode.invalid_producer_id_mapping),
     (InvalidTxnState, ErrorCode.invalid_txn_state),
     (ConcurrentTransactions, ErrorCode.concurrent_transactions),
+    (UnstableOffsetCommit, ErrorCode.unstable_offset_commit),
     (InvalidTransactionTimeout, ErrorCode.invalid_transaction_timeout),
     (TransactionalIdNotFound, ErrorCode.transactional_id_not_found),
     (UnknownMemberId, ErrorCode.unknown_member_id),

@@ -15,7 +15,7 @@ import asyncio
 import base64
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -33,10 +33,10 @@ from objectlog.kafka.classic import (
 )
 from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
+from objectlog.kafka.group_offsets import OffsetFetchApi
 from objectlog.kafka.wakeups import Wakeups
 from objectlog.kafka.wire import Request
 from objectlog.stores.documents import ABSENT
-from objectlog.stores.groups import OffsetItem
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class GroupsApi:
         self.documents = ctx.log.items.documents
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms  # classic.start_rebalance
         self.wakeups = Wakeups()  # this agent's waiters, woken by its own writes
+        self.offsets = OffsetFetchApi(ctx)
         self._loop: asyncio.AbstractEventLoop | None = None  # the waiters' (set when waiting)
 
     # ---- the group document ------------------------------------------------------------
@@ -372,16 +373,40 @@ class GroupsApi:
                 errors[tp] = error_code(e)
         return errors
 
-    def member_check(self, group_id: str, member_id: str, generation: int) -> ErrorCode:
-        """KIP-447's check of a TxnOffsetCommit's member (kafka/transactions.py): a classic
-        group's member in its generation, or a commit from outside a group with no members;
-        a KIP-848 group's member is fenced when its offsets are applied."""
-        if self.documents.read(DOCUMENT_KIND, group_id)[0] is None and member_id:
-            return ErrorCode.none
+    def member_check(
+        self,
+        group_id: str,
+        member_id: str | None,
+        generation: int,
+        mark: str,
+        partitions: Sequence[TopicPartition],
+    ) -> ErrorCode:
+        """KIP-447's check of a TxnOffsetCommit's member (kafka/transactions.py), which marks
+        the partitions' offsets pending in the transaction (mark) as it passes: a classic
+        group's member in its generation (its document), then the offset items as a classic
+        commit fences them; a KIP-848 member must own each partition at its epoch, as its
+        OffsetCommit must. member_id None: a commit that names no member (Kafka does not
+        check it)."""
+        classic = self.documents.read(DOCUMENT_KIND, group_id)[0] is not None
+        if member_id is not None and (classic or not member_id):
+            try:
+                code = self._commit_check(group_id, member_id, generation)
+            except GroupError as e:
+                code = e.code
+            if code != ErrorCode.none:
+                return code
+        native = member_id is not None and bool(member_id) and not classic
         try:
-            return self._commit_check(group_id, member_id, generation)
-        except GroupError as e:
-            return e.code
+            self.ctx.log.groups.transactional.hold(
+                group_id,
+                mark,
+                partitions,
+                member_id=member_id if native else None,
+                generation=generation if member_id is not None else -1,
+            )
+        except CommitFailed:
+            return ErrorCode.illegal_generation
+        return ErrorCode.none
 
     def _commit_check(self, group_id: str, member_id: str, generation: int) -> ErrorCode:
         """Kafka's fencing: a commit from outside the group (generation -1, no member) only
@@ -398,63 +423,7 @@ class GroupsApi:
         return ErrorCode.none
 
     async def offset_fetch(self, request: Request) -> dict[str, Any]:
-        body = request.body
-        if hasattr(body, "groups"):
-            groups = [await self._fetched(g.group_id, g.topics) for g in body.groups]
-            return {"throttle_time": 0, "groups": groups}
-        answer = await self._fetched(body.group_id, body.topics)
-        return {"throttle_time": 0, **answer}
-
-    async def _fetched(self, group_id: str, topics: Any) -> dict[str, Any]:
-        try:
-            wanted = await self.ctx.call(self._wanted_partitions, group_id, topics)
-            found = await self.ctx.call(self._committed, group_id, wanted)
-        except ObjectLogError as e:
-            return {"group_id": group_id, "topics": [], "error_code": error_code(e)}
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp in wanted:
-            item = found.get(tp, OffsetItem())
-            committed = item.offset is not None
-            by_topic.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": item.offset if committed else -1,
-                    "committed_leader_epoch": item.leader_epoch if committed else -1,
-                    "metadata": item.metadata if committed else "",
-                    "error_code": ErrorCode.none,
-                }
-            )
-        return {
-            "group_id": group_id,
-            "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
-            "error_code": ErrorCode.none,
-        }
-
-    def _committed(
-        self, group_id: str, partitions: list[TopicPartition]
-    ) -> dict[TopicPartition, OffsetItem]:
-        """A classic group's offsets are read at its current generation: no commit of an
-        older generation lands after this read (objectlog.groups fences them)."""
-        body, _ = self.documents.read(DOCUMENT_KIND, group_id)
-        generation = ClassicGroup.from_json(body).generation if body is not None else 0
-        return self.ctx.log.groups.committed_items(group_id, partitions, generation=generation)
-
-    def _wanted_partitions(self, group_id: str, topics: Any) -> list[TopicPartition]:
-        if topics is None:  # every partition the group has committed offsets for
-            try:
-                description = self.ctx.log.groups.describe(group_id)
-            except ObjectLogError:
-                return []
-            return [
-                TopicPartition(p.topic, p.partition)
-                for p in description.offsets
-                if p.committed is not None
-            ]
-        return [
-            TopicPartition(topic.name, partition)
-            for topic in topics
-            for partition in topic.partition_indexes
-        ]
+        return await self.offsets.offset_fetch(request)
 
 
 def _summary(group: ClassicGroup) -> str:

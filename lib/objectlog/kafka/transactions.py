@@ -12,7 +12,7 @@ refusal is logged by the coordinator with its reason.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -22,7 +22,7 @@ from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.stores.groups import TopicPartition
-from objectlog.stores.transactions import PendingOffset
+from objectlog.stores.transactions import PendingOffset, Transaction, offsets_mark
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,8 @@ PRODUCER_FENCED_FROM = {
     TXN_OFFSET_COMMIT: 3,
 }
 
-MemberCheck = Callable[[str, str, int], ErrorCode]  # group, member id, generation -> code
+# group, member id (None: not named), generation, the transaction's mark, partitions -> code
+MemberCheck = Callable[[str, str | None, int, str, Sequence[TopicPartition]], ErrorCode]
 
 
 class MemberRefused(ObjectLogError):
@@ -143,10 +144,14 @@ class TransactionsApi:
     async def txn_offset_commit(self, request: Request) -> dict[str, Any]:
         """The offsets are held in the transaction and applied to the group when it commits;
         the member and its generation are checked now, as KIP-447 has the group coordinator
-        do it (a classic group's document; outside any group, generation -1 and no member)."""
+        do it (a classic group's document). A commit that names no member (generation -1,
+        as every TxnOffsetCommit before v3 is, and aiokafka's) is not checked: Kafka accepts
+        it in a group with members, unlike a plain OffsetCommit."""
         body = request.body
         generation = getattr(body, "generation_id", -1)
         member_id = getattr(body, "member_id", "") or ""
+        instance = getattr(body, "group_instance_id", None)
+        named = generation >= 0 or bool(member_id) or instance is not None
         offsets = {
             TopicPartition(topic.name, p.partition_index): PendingOffset(
                 p.committed_offset,
@@ -158,8 +163,14 @@ class TransactionsApi:
             for p in topic.partitions
         }
 
-        def member_check() -> None:
-            code = self.check_member(body.group_id, member_id, generation)
+        def member_check(txn: Transaction) -> None:
+            code = self.check_member(
+                body.group_id,
+                member_id if named else None,
+                generation,
+                offsets_mark(txn),
+                sorted(offsets),
+            )
             if code != ErrorCode.none:
                 raise MemberRefused(code)
 

@@ -6,21 +6,35 @@ UpdateItem per partition either way, idempotent, so whoever completes a decided 
 (a retried EndTxn, the next InitProducerId, the sweep) writes each marker once. A partition
 of a topic deleted since it was added is passed over: it has no head to hold a transaction.
 
-``GroupOffsets`` is its OffsetApplier: a committed transaction's offsets go into their groups
-as the committing member's generation would commit them (a later generation's commit stays,
-as for any commit of a classic group), each one once more harmlessly on a repeat.
+``GroupOffsets`` is its OffsetApplier. TxnOffsetCommit marks each partition's offset item
+pending in the transaction (GroupCoordinator.hold_pending, under the member's own commit
+condition: KIP-447's check in the same write); completing the transaction stores the offsets
+and removes the marks (commit) or only removes them (abort), conditional on the mark, so a
+plain commit made since stays (as in Kafka) and a repeat writes nothing. ``OffsetsPending``
+tells readers that ask for stable offsets (Kafka's require_stable) which marks still hold:
+a consumer that takes over a partition waits for the transaction instead of reading an offset
+the transaction is about to move (outputs produced twice).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from objectlog.clock import Clock
-from objectlog.errors import CommitFailed, TopicNotFound
-from objectlog.groups.coordinator import GroupCoordinator, OffsetAndMetadata
+from objectlog.errors import ObjectLogError, TopicNotFound
+from objectlog.groups.coordinator import GroupCoordinator
 from objectlog.stores.metadata import MetadataStore, kafka_producer
-from objectlog.stores.transactions import TopicPartition, Transaction
+from objectlog.stores.transactions import (
+    TopicPartition,
+    Transaction,
+    TxnState,
+    offsets_mark,
+)
+
+if TYPE_CHECKING:
+    from objectlog.services.transactions import TransactionCoordinator
 
 TopicIds = Callable[[str], str | None]  # a topic's id, None if it does not exist
 logger = logging.getLogger(__name__)
@@ -68,16 +82,38 @@ class GroupOffsets:
     def __init__(self, groups: GroupCoordinator) -> None:
         self.groups = groups
 
-    def apply(self, txn: Transaction) -> None:
+    def settle(self, txn: Transaction, commit: bool) -> None:
+        mark = offsets_mark(txn)
         for group, offsets in sorted(txn.offsets.items()):
-            for tp, pending in sorted(offsets.items()):
-                try:
-                    self.groups.commit(
-                        group,
-                        {tp: OffsetAndMetadata(pending.offset, pending.metadata)},
-                        member_id=pending.member,
-                        generation=pending.generation,
-                        leader_epochs={tp: pending.leader_epoch},
-                    )
-                except CommitFailed as e:  # a later generation committed since: it stays
-                    logger.info("transactional offset of %s not applied: %s", group, e.message)
+            settled = {
+                tp: (pending.offset, pending.metadata, pending.leader_epoch) if commit else None
+                for tp, pending in offsets.items()
+            }
+            passed = self.groups.transactional.settle(group, mark, settled)
+            if passed and commit:  # a plain commit came after the transaction's: it stays
+                logger.info(
+                    "transactional offsets of %s in %s not applied: committed since", passed, group
+                )
+
+
+class OffsetsPending:
+    """GroupCoordinator's ``pending``: whether the transaction that left a mark on a group's
+    offset still holds it (stores.transactions.offsets_mark): the same transaction, still
+    open or decided and not complete. A decided one is completed and an expired one
+    aborted first, as any call about it would, so a reader never waits on a dead agent."""
+
+    def __init__(self, coordinator: Callable[[], TransactionCoordinator]) -> None:
+        self.coordinator = coordinator
+
+    def __call__(self, mark: str, group: str) -> bool:
+        transactional_id = mark.partition("\n")[0]
+        try:
+            txn = self.coordinator().abort_if_expired(transactional_id)
+        except ObjectLogError:  # the completion failed: the decision stands, still pending
+            return True
+        return (
+            txn is not None
+            and txn.state in (TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+            and group in txn.groups
+            and offsets_mark(txn) == mark
+        )

@@ -94,7 +94,7 @@ def with_offsets(
     epoch: int,
     group: str,
     offsets: Mapping[TopicPartition, PendingOffset],
-    check_member: Callable[[], None],
+    check_member: Callable[[Transaction], None],
 ) -> Transaction:
     """TxnOffsetCommit: pending offsets of a group added to the Ongoing transaction."""
     t = _checked(t, transactional_id, producer_id, epoch)
@@ -105,7 +105,7 @@ def with_offsets(
             f"group {group!r} is not in a transaction of {transactional_id!r} "
             f"({t.state.value}): AddOffsetsToTxn first"
         )
-    check_member()
+    check_member(t)
     if not offsets:
         return t
     merged = {**t.offsets, group: {**t.offsets.get(group, {}), **offsets}}

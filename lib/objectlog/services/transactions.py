@@ -107,8 +107,9 @@ class PartitionOpener(Protocol):
 
 
 class OffsetApplier(Protocol):
-    def apply(self, txn: Transaction) -> None:
-        """Commit txn's pending offsets to their groups. Idempotent, as write_markers."""
+    def settle(self, txn: Transaction, commit: bool) -> None:
+        """End txn's pending offsets in their groups: committed (commit) or dropped.
+        Idempotent, as write_markers."""
         ...
 
 
@@ -245,13 +246,14 @@ class TransactionCoordinator:
         epoch: int,
         group: str,
         offsets: Mapping[TopicPartition, PendingOffset],
-        check_member: Callable[[], None],
+        check_member: Callable[[Transaction], None],
     ) -> Transaction:
         """Hold offsets for the group until the transaction ends (applied on commit, dropped
         on abort); a later offset for a partition replaces an earlier one. The group must be
-        in the transaction (AddOffsetsToTxn), else InvalidTxnState. check_member is the group
-        coordinator's KIP-447 check of the member id and generation (the caller binds them);
-        it raises to refuse."""
+        in the transaction (AddOffsetsToTxn), else InvalidTxnState. check_member(txn) is the
+        group coordinator's KIP-447 check of the member id and generation (the caller binds
+        them), which marks the partitions' offsets pending in txn (GroupCoordinator.
+        hold_pending: stable readers wait for them) or raises to refuse."""
         return self._producer_change(
             transactional_id,
             lambda t, _now: with_offsets(
@@ -388,8 +390,7 @@ class TransactionCoordinator:
         transaction), so its record is the answer."""
         commit = txn.state is TxnState.PREPARE_COMMIT
         self.markers.write_markers(txn, commit)
-        if commit:
-            self.offsets.apply(txn)
+        self.offsets.settle(txn, commit)
         done = dataclasses.replace(
             txn,
             state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,

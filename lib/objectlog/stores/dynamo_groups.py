@@ -12,7 +12,9 @@ Items (the objectlog table, string keys ``pk``/``sk``):
                                   owner, og (the member that owns the partition and the
                                   generation at which it claimed it; with no owner, a
                                   classic Kafka group's: the newest generation that
-                                  committed or read the offset, whose elders it fences)
+                                  committed or read the offset, whose elders it fences),
+                                  ptx (the transactional id whose offset for the
+                                  partition is pending: KIP-447, docs/transactions.md)
     groups / index                names (string set): the group registry
 
 Heartbeats write the member item, never the group item, so a busy group's item is written
@@ -83,7 +85,19 @@ def parse_offset(item: Mapping[str, Any] | None) -> OffsetItem:
         commit_ms=item.get("ct", 0),
         owner=item.get("owner"),
         owner_generation=item.get("og", 0),
+        pending=item.get("ptx"),
     )
+
+
+def _commit_condition(member_id: str | None, generation: int, values: dict[str, Any]) -> str:
+    """stores.groups.commit_holds as a condition expression (its values added to values)."""
+    if member_id is None and generation < 0:
+        return "attribute_not_exists(#owner)"
+    values[":gen"] = generation
+    if member_id is None:  # a classic Kafka group's: no owners, generations fence
+        return "attribute_not_exists(#owner) AND (attribute_not_exists(og) OR og <= :gen)"
+    values[":member"] = member_id
+    return "#owner = :member AND og <= :gen"
 
 
 def group_item(state: GroupState) -> Item:
@@ -216,27 +230,70 @@ class DynamoGroupStore:
     ) -> OffsetItem | None:
         values: dict[str, Any] = {":off": offset, ":meta": metadata, ":ct": now_ms}
         sets = ["off = :off", "#meta = :meta", "ct = :ct"]
-        if member_id is None and generation < 0:
-            condition = "attribute_not_exists(#owner)"
-        elif member_id is None:  # a classic Kafka group's: no owners, generations fence
-            condition = "attribute_not_exists(#owner) AND (attribute_not_exists(og) OR og <= :gen)"
+        condition = _commit_condition(member_id, generation, values)
+        if member_id is None and generation >= 0:  # a classic Kafka group's: fences elders
             sets.append("og = :gen")
-            values[":gen"] = generation
-        else:
-            condition = "#owner = :member AND og <= :gen"
-            values.update({":member": member_id, ":gen": generation})
         if leader_epoch >= 0:  # a Kafka client's commit that names one
             sets.append("le = :le")
             values[":le"] = leader_epoch
-        update = "SET " + ", ".join(sets) + ("" if leader_epoch >= 0 else " REMOVE le")
+        removes = "ptx" if leader_epoch >= 0 else "ptx, le"  # a plain commit ends a pending one
         return self._offset_update(
             "UpdateItem offset (commit)",
             offset_key(group, tp),
-            update=update,
+            update="SET " + ", ".join(sets) + " REMOVE " + removes,
             condition=condition,
             names={"#owner": "owner", "#meta": "meta"},
             values=values,
         )
+
+    def hold_pending(
+        self,
+        group: str,
+        tp: TopicPartition,
+        mark: str,
+        *,
+        member_id: str | None,
+        generation: int,
+    ) -> OffsetItem | None:
+        values: dict[str, Any] = {":ptx": mark}
+        return self._offset_update(
+            "UpdateItem offset (hold pending)",
+            offset_key(group, tp),
+            update="SET ptx = :ptx",
+            condition=_commit_condition(member_id, generation, values),
+            names={"#owner": "owner"},
+            values=values,
+        )
+
+    def settle_pending(
+        self,
+        group: str,
+        tp: TopicPartition,
+        mark: str,
+        committed: tuple[int, str, int, int] | None,
+    ) -> bool:
+        values: dict[str, Any] = {":ptx": mark}
+        names: dict[str, str] = {}
+        update = "REMOVE ptx"
+        if committed is not None:
+            offset, metadata, leader_epoch, now_ms = committed
+            values.update({":off": offset, ":meta": metadata, ":ct": now_ms})
+            names["#meta"] = "meta"
+            update = "SET off = :off, #meta = :meta, ct = :ct"
+            if leader_epoch >= 0:
+                values[":le"] = leader_epoch
+                update += ", le = :le REMOVE ptx"
+            else:
+                update += " REMOVE ptx, le"
+        failed = self._offset_update(
+            "UpdateItem offset (settle pending)",
+            offset_key(group, tp),
+            update=update,
+            condition="ptx = :ptx",
+            names=names,
+            values=values,
+        )
+        return failed is None
 
     def fence(self, group: str, tp: TopicPartition, generation: int) -> OffsetItem:
         written = self.table.update(
@@ -282,7 +339,7 @@ class DynamoGroupStore:
         values: dict[str, Any] = {":member": member_id}
         names = {"#owner": "owner"}
         if final is not None:
-            update = "SET off = :off, #meta = :meta, ct = :ct " + update + ", le"
+            update = "SET off = :off, #meta = :meta, ct = :ct " + update + ", le, ptx"
             names["#meta"] = "meta"
             values.update({":off": final[0], ":meta": final[1], ":ct": final[2]})
         failed = self._offset_update(
@@ -301,7 +358,7 @@ class DynamoGroupStore:
         failed = self._offset_update(
             "UpdateItem offset (reset)",
             offset_key(group, tp),
-            update="SET off = :off, ct = :ct REMOVE #owner, le",
+            update="SET off = :off, ct = :ct REMOVE #owner, le, ptx",
             condition="attribute_not_exists(#owner) OR og <= :gen",
             names={"#owner": "owner"},
             values={":off": offset, ":ct": now_ms, ":gen": generation},

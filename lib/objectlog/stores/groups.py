@@ -63,6 +63,7 @@ class OffsetItem:
     owner: str | None = None
     owner_generation: int = 0
     leader_epoch: int = -1  # the committer's leader epoch (Kafka's committed_leader_epoch)
+    pending: str | None = None  # the mark of a transaction whose offset for it awaits its end
 
 
 def commit_holds(item: OffsetItem, member_id: str | None, generation: int) -> bool:
@@ -124,6 +125,32 @@ class GroupStore(Protocol):
         generation >= 0, a classic Kafka group's, only if no commit of a later generation came
         first; it records its own). None on success, else the item as it was.
         """
+        ...
+
+    def hold_pending(
+        self,
+        group: str,
+        tp: TopicPartition,
+        mark: str,
+        *,
+        member_id: str | None,
+        generation: int,
+    ) -> OffsetItem | None:
+        """Mark the partition's offset pending in a transaction (TxnOffsetCommit), under
+        commit's condition (commit_holds): None if marked, else the item that refused it.
+        A commit removes the mark (a later plain commit wins, as in Kafka)."""
+        ...
+
+    def settle_pending(
+        self,
+        group: str,
+        tp: TopicPartition,
+        mark: str,
+        committed: tuple[int, str, int, int] | None,
+    ) -> bool:
+        """Remove the transaction's mark, storing committed (offset, metadata, leader epoch,
+        commit ms) when it commits, whoever owns the partition now; False (nothing written)
+        if the mark is not the transaction's (a plain commit came after it)."""
         ...
 
     def fence(self, group: str, tp: TopicPartition, generation: int) -> OffsetItem:

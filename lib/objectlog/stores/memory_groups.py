@@ -101,11 +101,54 @@ class MemoryGroupStore:
 
         def committed(item: OffsetItem) -> OffsetItem:
             item = replace(
-                item, offset=offset, metadata=metadata, leader_epoch=leader_epoch, commit_ms=now_ms
+                item,
+                offset=offset,
+                metadata=metadata,
+                leader_epoch=leader_epoch,
+                commit_ms=now_ms,
+                pending=None,
             )
             return replace(item, owner_generation=generation) if fenced else item
 
         return self._update_offset(group, tp, holds, committed)
+
+    def hold_pending(
+        self,
+        group: str,
+        tp: TopicPartition,
+        mark: str,
+        *,
+        member_id: str | None,
+        generation: int,
+    ) -> OffsetItem | None:
+        return self._update_offset(
+            group,
+            tp,
+            lambda i: commit_holds(i, member_id, generation),
+            lambda i: replace(i, pending=mark),
+        )
+
+    def settle_pending(
+        self,
+        group: str,
+        tp: TopicPartition,
+        mark: str,
+        committed: tuple[int, str, int, int] | None,
+    ) -> bool:
+        def settled(item: OffsetItem) -> OffsetItem:
+            if committed is not None:
+                offset, metadata, leader_epoch, now_ms = committed
+                item = replace(
+                    item,
+                    offset=offset,
+                    metadata=metadata,
+                    leader_epoch=leader_epoch,
+                    commit_ms=now_ms,
+                )
+            return replace(item, pending=None)
+
+        failed = self._update_offset(group, tp, lambda i: i.pending == mark, settled)
+        return failed is None
 
     def fence(self, group: str, tp: TopicPartition, generation: int) -> OffsetItem:
         failed = self._update_offset(
@@ -140,7 +183,12 @@ class MemoryGroupStore:
         def change(item: OffsetItem) -> OffsetItem:
             if final is not None:
                 item = replace(
-                    item, offset=final[0], metadata=final[1], leader_epoch=-1, commit_ms=final[2]
+                    item,
+                    offset=final[0],
+                    metadata=final[1],
+                    leader_epoch=-1,
+                    commit_ms=final[2],
+                    pending=None,
                 )
             return replace(item, owner=None)
 
@@ -153,7 +201,9 @@ class MemoryGroupStore:
             group,
             tp,
             lambda i: i.owner is None or i.owner_generation <= generation,
-            lambda i: replace(i, offset=offset, leader_epoch=-1, commit_ms=now_ms, owner=None),
+            lambda i: replace(
+                i, offset=offset, leader_epoch=-1, commit_ms=now_ms, owner=None, pending=None
+            ),
         )
         return failed is None
 

@@ -81,7 +81,6 @@ class PendingOffset:
     leader_epoch: int = -1
     metadata: str = ""
     generation: int = -1  # the committing member's group generation (applied fenced by it)
-    member: str | None = None  # an objectlog group's member (the library's consumers)
 
 
 @dataclass(frozen=True)
@@ -152,6 +151,13 @@ def check_transactional_id(transactional_id: str) -> None:
         )
 
 
+def offsets_mark(txn: Transaction) -> str:
+    """The mark a transaction leaves on the offset items it commits offsets for (GroupStore.
+    hold_pending): its id, producer id and start, so no other transaction of the same id
+    (one after it, or a late completer of one before it) takes the mark for its own."""
+    return f"{txn.transactional_id}\n{txn.producer_id}.{txn.started_ms}"
+
+
 def check_version(txn: Transaction, expected_version: int) -> None:
     """A write's record is at the version after the one it is conditional on (ValueError)."""
     if txn.version != expected_version + 1:
@@ -189,13 +195,12 @@ def item_bytes(txn: Transaction) -> int:
 
 
 def encode_offsets(offsets: Mapping[str, Mapping[TopicPartition, PendingOffset]]) -> str:
-    """{"<group>": [[topic, partition, offset, leader epoch, metadata, generation(, member)],
-    ...]}, sorted; the member only when there is one."""
+    """{"<group>": [[topic, partition, offset, leader epoch, metadata, generation], ...]},
+    sorted."""
     return json.dumps(
         {
             group: [
                 [tp.topic, tp.partition, o.offset, o.leader_epoch, o.metadata, o.generation]
-                + ([o.member] if o.member is not None else [])
                 for tp, o in sorted(by_partition.items())
             ]
             for group, by_partition in sorted(offsets.items())
@@ -208,11 +213,7 @@ def decode_offsets(text: str) -> dict[str, dict[TopicPartition, PendingOffset]]:
     return {
         group: {
             TopicPartition(row[0], int(row[1])): PendingOffset(
-                int(row[2]),
-                int(row[3]),
-                row[4],
-                int(row[5]) if len(row) > 5 else -1,
-                row[6] if len(row) > 6 else None,
+                int(row[2]), int(row[3]), row[4], int(row[5]) if len(row) > 5 else -1
             )
             for row in rows
         }
