@@ -33,6 +33,7 @@ from objectlog.kafka.produce import ProduceApi
 from objectlog.kafka.records import RecordsApi
 from objectlog.kafka.topic_partitions import TopicPartitionsApi
 from objectlog.kafka.transactions import TransactionsApi
+from objectlog.kafka.transactions_admin import TransactionsAdminApi
 from objectlog.kafka.wire import Request
 
 # API key: (lowest, highest) version offered. ApiVersions answers exactly this table.
@@ -48,6 +49,7 @@ ALTER_CONFIGS, LIST_CONFIG_RESOURCES, DESCRIBE_TOPIC_PARTITIONS = 33, 74, 75
 ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS, ELECT_LEADERS = 34, 35, 43
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
+DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
 SUPPORTED: dict[int, tuple[int, int]] = {
     SASL_HANDSHAKE: (0, 1),  # v0 advertised, not served: librdkafka 2.10 needs it (auth.py)
     SASL_AUTHENTICATE: (0, 2),
@@ -89,6 +91,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ADD_OFFSETS_TO_TXN: (0, 3),
     END_TXN: (0, 3),
     TXN_OFFSET_COMMIT: (0, 3),
+    DESCRIBE_PRODUCERS: (0, 0),  # KIP-664, as Kafka 3.9 (kafka/transactions_admin.py)
+    DESCRIBE_TRANSACTIONS: (0, 0),
+    LIST_TRANSACTIONS: (0, 1),  # v1: KIP-994's duration filter
 }
 
 
@@ -104,6 +109,7 @@ class Handlers:
         consumers = ConsumerProtocolApi(self.ctx)
         cluster = ClusterAdminApi(self.ctx)
         self.transactions = TransactionsApi(self.ctx, groups.member_check)
+        txn_admin = TransactionsAdminApi(self.ctx)
         self.routes: dict[int, Callable[[Request], Any]] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
@@ -113,6 +119,9 @@ class Handlers:
             ADD_OFFSETS_TO_TXN: self.transactions.add_offsets_to_txn,
             END_TXN: self.transactions.end_txn,
             TXN_OFFSET_COMMIT: self.transactions.txn_offset_commit,
+            LIST_TRANSACTIONS: txn_admin.list_transactions,
+            DESCRIBE_TRANSACTIONS: txn_admin.describe_transactions,
+            DESCRIBE_PRODUCERS: txn_admin.describe_producers,
             FETCH: fetching.fetch,
             LIST_OFFSETS: fetching.list_offsets,
             CREATE_TOPICS: admin.create_topics,
