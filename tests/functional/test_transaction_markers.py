@@ -28,8 +28,9 @@ class AppliedOffsets:
     def __init__(self) -> None:
         self.applied: list[int] = []
 
-    def apply(self, txn: Transaction) -> None:
-        self.applied.append(txn.producer_epoch)
+    def settle(self, txn: Transaction, commit: bool) -> None:
+        if commit:
+            self.applied.append(txn.producer_epoch)
 
 
 @pytest.fixture

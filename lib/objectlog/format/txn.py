@@ -77,6 +77,15 @@ def is_commit(ref: SegmentRef) -> bool:
     return is_marker(ref) and ref.txn.startswith(COMMIT)
 
 
+def marker_of(ref: SegmentRef) -> tuple[bool, str] | None:
+    """A marker's (commit, producer); None for any other ref, a fetch plan's holes included
+    (they take a marker's level without its txn)."""
+    producer = producer_of(ref)
+    if not is_marker(ref) or producer is None:
+        return None
+    return is_commit(ref), producer
+
+
 def aborted_ranges(placed: Iterable[PlacedRef]) -> list[AbortedRange]:
     """The aborted ranges the abort markers among placed name, in marker order."""
     found = []

@@ -2,8 +2,9 @@
 
 A fetch reads every asked partition in one library call (one BatchGetItem, concurrent ranged
 GETs); when nothing is there yet it waits on the agent's head watcher (kafka.watch) until a
-partition moves or max_wait passes, as a Kafka broker holds a fetch. Records go back as one
-uncompressed batch per partition. Fetch sessions are declined (session id 0): every fetch
+partition moves or max_wait passes, as a Kafka broker holds a fetch. Records go back as
+uncompressed record batches, transaction markers as Kafka's control batches, in offset order
+(kafka.batches.encode_records). Fetch sessions are declined (session id 0): every fetch
 names its partitions.
 """
 
@@ -17,7 +18,7 @@ from kio.schema.errors import ErrorCode
 
 from objectlog.errors import ObjectLogError
 from objectlog.format.topics import check_partition
-from objectlog.kafka.batches import encode_batch, records_within
+from objectlog.kafka.batches import encode_records, records_within
 from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.watch import HeadWatcher
@@ -113,7 +114,9 @@ class FetchApi:
             # only for the first partition with records, which gets at least one
             budget = min(left, partition.partition_max_bytes)
             table = records_within(result.table, budget, at_least_one=left == max_bytes)
-            records = encode_batch(table)
+            whole = table.num_rows == result.table.num_rows
+            reached = result.next_offset if whole else None
+            records = encode_records(table, result.refs, partition.fetch_offset, reached)
             left -= len(records)
             answers[i] = {
                 "partition_index": partition.partition,
@@ -122,8 +125,8 @@ class FetchApi:
                 "last_stable_offset": result.last_stable_offset,
                 "log_start_offset": result.log_start_offset,
                 # read_committed's answer holds committed records only (aborted ones are
-                # left out here, not by the client): no aborted transaction to skip, and no
-                # control batch a client would need to stop skipping at
+                # left out here, unread, not by the client): no aborted transaction to list;
+                # the abort's control batch moves a consumer past the range at once
                 "aborted_transactions": [],
                 "preferred_read_replica": -1,
                 "records": records,

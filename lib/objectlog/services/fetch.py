@@ -91,6 +91,11 @@ class FetchResult:
     log_start_offset: int
     stats: dict[str, float] = field(default_factory=dict)
     last_stable_offset: int = -1  # where read_committed stops (the high watermark if none open)
+    # The refs the fetch planned, in offset order: the records' refs, markers, and for
+    # read_committed aborted transactions' refs as holes (isolation.hole); the Kafka agent
+    # answers markers as control batches and tags transactional records with their producer.
+    # They may reach past the records when a budget trimmed them.
+    refs: tuple[PlacedRef, ...] = ()
 
     @cached_property
     def records(self) -> list[Record]:
@@ -403,6 +408,7 @@ class Reader:
             high_watermark=head.next_offset,
             log_start_offset=head.log_start_offset,
             last_stable_offset=head.last_stable_offset,
+            refs=tuple(plan),
         )
 
 
