@@ -45,6 +45,7 @@ from objectlog.groups import TopicPartition
 from objectlog.services.fetch import FetchRequest
 from objectlog.tools.gateway import local_api
 from tests.faults import FaultInjector, commits
+from tests.functional import test_read_committed as rc
 
 T0 = 1_700_000_000_000  # a fixed CreateTime for records whose timestamps the test compares
 
@@ -398,6 +399,19 @@ BAD_INPUT: list[Any] = [
         lambda c: c.fetch_many([FetchRequest("t", 0, -1)]), InvalidRequest, id="fetch-many-neg"
     ),
     pytest.param(lambda c: c.fetch("t", 0, 2), OffsetOutOfRange, id="offset-past-hw"),
+    pytest.param(
+        lambda c: c.fetch("t", 0, 0, isolation_level="serializable"),
+        InvalidRequest,
+        id="fetch-isolation-level",
+    ),
+    pytest.param(
+        lambda c: c.fetch_many([FetchRequest("t", 0, 0, isolation="READ_COMMITTED")]),
+        InvalidRequest,
+        id="fetch-many-isolation-level",
+    ),
+    pytest.param(
+        lambda c: c.consumer(isolation_level="snapshot"), InvalidRequest, id="consumer-isolation"
+    ),
     pytest.param(lambda c: c.create_topic("t"), TopicExists, id="create-existing"),
     pytest.param(lambda c: c.create_topic("bad name"), InvalidTopicName, id="bad-topic-name"),
     pytest.param(lambda c: c.create_topic("u", partitions=0), InvalidRequest, id="0-partitions"),
@@ -536,6 +550,57 @@ def test_a_group_member_polls_commits_and_a_successor_resumes(client: LogClient)
         producer.send("t", b"after", key=b"k0")
     with client.consumer(**options) as successor:
         assert [r.value for r in poll_until(successor, 1)] == [b"after"]
+
+
+# ---- isolation levels --------------------------------------------------------------------
+
+
+def transactions_on(log: ObjectLog) -> dict[str, int]:
+    """Topic rc.TOPIC (one partition) written on the deployment with the library's head store
+    (no client has a transactional producer): a plain record, an aborted transaction, a
+    committed one and an open one; its offsets by name."""
+    log.create_topic(rc.TOPIC, 1)
+    at = {"plain": rc.write(log, [b"plain"])}
+    for producer, commit in (("aborted", False), ("committed", True)):
+        rc.begin(log, producer)
+        at[producer] = rc.write(log, [producer.encode()], producer)
+        rc.end(log, producer, commit=commit)
+    at["lso"] = rc.begin(log, "open")
+    at["open"] = rc.write(log, [b"open"], "open")
+    return at
+
+
+def test_read_committed_stops_at_the_lso_and_never_returns_an_aborted_record(
+    client: LogClient, log: ObjectLog
+) -> None:
+    at = transactions_on(log)
+    hw = at["open"] + 1
+    committed = client.fetch(rc.TOPIC, 0, 0, isolation_level="read_committed")
+    assert [(r.offset, r.value) for r in committed.records] == [
+        (at["plain"], b"plain"),
+        (at["committed"], b"committed"),
+    ]
+    assert (committed.last_stable_offset, committed.high_watermark) == (at["lso"], hw)
+    assert committed.next_offset <= at["lso"]  # a marker at the tail is skipped by the next
+    uncommitted = client.fetch(rc.TOPIC, 0, 0)  # read_uncommitted, as Kafka's default
+    assert [r.value for r in uncommitted.records] == [b"plain", b"aborted", b"committed", b"open"]
+    assert (uncommitted.next_offset, uncommitted.last_stable_offset) == (hw, at["lso"])
+
+    started = time.monotonic()
+    gap = client.fetch(rc.TOPIC, 0, committed.next_offset, isolation_level="read_committed")
+    assert gap.records == [] and gap.next_offset == at["lso"]
+    at_lso = client.fetch(rc.TOPIC, 0, at["lso"], isolation_level="read_committed", max_wait_ms=100)
+    assert at_lso.records == [] and at_lso.next_offset == at["lso"]
+    assert time.monotonic() - started >= 0.09  # below the high watermark, it waited for the LSO
+    [many] = client.fetch_many([FetchRequest(rc.TOPIC, 0, 0, isolation="read_committed")])
+    assert [r.value for r in many.records] == [b"plain", b"committed"]
+
+    options: dict[str, Any] = {"group": "rc", "topics": [rc.TOPIC], "auto_offset_reset": "earliest"}
+    with client.consumer(**options, isolation_level="read_committed") as consumer:
+        assert [r.value for r in poll_until(consumer, 2)] == [b"plain", b"committed"]
+        assert consumer.poll(timeout=0.3) == []  # the open transaction holds the rest
+        rc.end(log, "open", commit=True)
+        assert [r.value for r in poll_until(consumer, 1)] == [b"open"]
 
 
 # ---- idempotent produce ------------------------------------------------------------------

@@ -128,8 +128,8 @@ class LogClient(ProducerHost, ConsumerHost, Protocol):
     # ---- consume -----------------------------------------------------------------------
 
     def consumer(self, **options: Any) -> Consumer:
-        """A Kafka-shaped consumer (group, topics, auto_offset_reset, enable_auto_commit, ...);
-        InvalidRequest for a bad option."""
+        """A Kafka-shaped consumer (group, topics, auto_offset_reset, enable_auto_commit,
+        isolation_level, ...); InvalidRequest for a bad option."""
         ...
 
     @property
@@ -154,7 +154,8 @@ class LogClient(ProducerHost, ConsumerHost, Protocol):
         HTTP API also caps max_bytes at 5 MiB and max_wait_ms at 20 s); OffsetOutOfRange,
         naming the log start and the high watermark, for an offset outside them.
         isolation_level="read_committed" reads committed transactions only, up to the last
-        stable offset (docs/transactions.md; the HTTP client refuses it for now)."""
+        stable offset (the result's last_stable_offset), and waits for that offset to move
+        (docs/transactions.md); InvalidRequest for an isolation level Kafka does not name."""
         ...
 
     def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:

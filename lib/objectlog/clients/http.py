@@ -209,6 +209,13 @@ class HttpObjectLog:
     # ---- produce and fetch -------------------------------------------------------------
 
     def producer(self, **options: Any) -> Producer:
+        if "transactional_id" in options:  # the coordinator is on the table (or the agent)
+            raise InvalidRequest(
+                "transactions are not offered over the HTTP API: use the library on the table "
+                "(ObjectLog.connect() without api_url) or a Kafka client through the agent "
+                "(docs/transactions.md)",
+                field="transactional_id",
+            )
         return Producer(self, **options)
 
     def consumer(self, **options: Any) -> Consumer:
@@ -231,15 +238,18 @@ class HttpObjectLog:
         isolation_level: str = READ_UNCOMMITTED,
     ) -> FetchResult:
         check_fetch_args(partition, offset, max_bytes, max_records, max_wait_ms)
-        _check_http_isolation(isolation_level)
+        check_isolation_level(isolation_level)
         params: dict[str, Any] = {
             "offset": offset,
             "max_bytes": max_bytes,
             "max_wait_ms": max_wait_ms,
+            "isolation_level": isolation_level,
         }
         if max_records is not None:
             params["max_records"] = max_records
         body = self.api.request("GET", _partition_path(topic, partition, "records"), params=params)
+        if "last_stable_offset" not in body and isolation_level != READ_UNCOMMITTED:
+            raise _isolation_not_offered(self.api_url)
         return FetchResult(
             topic=topic,
             partition=partition,
@@ -247,6 +257,7 @@ class HttpObjectLog:
             next_offset=body["next_offset"],
             high_watermark=body["high_watermark"],
             log_start_offset=body["log_start_offset"],
+            last_stable_offset=body.get("last_stable_offset", -1),
         )
 
     def fetch_many(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:
@@ -327,13 +338,12 @@ _CONTRACT: type[LogClient] = HttpObjectLog
 __all__ = ["ApiSession", "HttpAppender", "HttpObjectLog", "error_from"]
 
 
-def _check_http_isolation(isolation_level: str) -> None:
-    """The HTTP API reads uncommitted only, for now (docs/transactions.md): refuse, never read
-    uncommitted records for a caller that asked for committed ones."""
-    check_isolation_level(isolation_level)
-    if isolation_level != READ_UNCOMMITTED:
-        raise InvalidRequest(
-            "isolation_level read_committed is not offered over the HTTP API yet "
-            "(docs/transactions.md): use the library on the table, or the Kafka agent",
-            field="isolation_level",
-        )
+def _isolation_not_offered(api_url: str) -> InvalidRequest:
+    """An API that answers no last stable offset predates isolation_level and ignored it: its
+    records may be uncommitted ones, which a read_committed caller must never be given."""
+    return InvalidRequest(
+        f"the HTTP API at {api_url} does not offer isolation_level read_committed (a "
+        "deployment older than it): update the deployment, or read with the library on the "
+        "table or through the Kafka agent",
+        field="isolation_level",
+    )

@@ -2,10 +2,11 @@
 
 An instance is a versioned document (stores.documents, kind ``rest-consumer``, name
 ``<group>/<instance>``) holding its settings (embedded format, auto.offset.reset,
-auto.commit.enable, fetch.min.bytes, the request and instance timeouts), its topic pattern and
-its Consumer's state (clients.consumer_state). Each request reads the document, restores a
-Consumer, runs, and writes the document back conditional on the version it read: any function
-instance serves any request, and of two requests on one instance at once the loser runs again.
+auto.commit.enable, fetch.min.bytes, the request and instance timeouts, isolation.level), its
+topic pattern and its Consumer's state (clients.consumer_state). Each request reads the
+document, restores a Consumer, runs, and writes the document back conditional on the version it
+read: any function instance serves any request, and of two requests on one instance at once the
+loser runs again.
 
 A subscribed instance is a member of its group whose session is the instance timeout
 (``consumer.instance.timeout.ms``, 5 minutes by default): an instance that stops polling lapses,
@@ -38,6 +39,7 @@ from objectlog.errors import (
 )
 from objectlog.format.records import Record
 from objectlog.groups.values import OffsetAndMetadata, validate_group_name
+from objectlog.services.isolation import ISOLATION_LEVELS, READ_UNCOMMITTED
 from objectlog.stores.documents import ABSENT
 from objectlog.stores.groups import TopicPartition
 
@@ -67,10 +69,12 @@ class InstanceSettings:
     fetch_min_bytes: int = 1
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
     instance_timeout_ms: int = 300_000  # REST Proxy's consumer.instance.timeout.ms
+    isolation_level: str = READ_UNCOMMITTED  # Kafka's isolation.level (docs/transactions.md)
 
     def __post_init__(self) -> None:
         _one_of("format", self.format, FORMATS)
         _one_of("auto.offset.reset", self.auto_offset_reset, AUTO_OFFSET_RESETS)
+        _one_of("isolation.level", self.isolation_level, ISOLATION_LEVELS)
         _within("fetch.min.bytes", self.fetch_min_bytes, 1, 1 << 30)
         _within("consumer.request.timeout.ms", self.request_timeout_ms, 0, MAX_REQUEST_TIMEOUT_MS)
         _within(
@@ -342,6 +346,7 @@ class ConsumerInstances:
             heartbeat_interval_ms=min(HEARTBEAT_INTERVAL_MS, settings.instance_timeout_ms // 3),
             client_id=name,
             fetch_ahead_bytes=0,  # one poll per request: nothing to fetch ahead for
+            isolation_level=settings.isolation_level,
         )
         consumer.restore(instance.consumer)
         return consumer

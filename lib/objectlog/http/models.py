@@ -136,6 +136,10 @@ class FetchResponse(BaseModel):
     next_offset: int
     high_watermark: int
     log_start_offset: int
+    last_stable_offset: int = Field(
+        description="where read_committed stops: the first offset of the partition's oldest "
+        "open transaction, or the high watermark when none is open"
+    )
 
 
 class OffsetsResponse(BaseModel):

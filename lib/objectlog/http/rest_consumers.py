@@ -33,6 +33,7 @@ from objectlog.http import rest_proxy
 from objectlog.http.routes import Services, parse_model
 from objectlog.schemas import serde
 from objectlog.schemas.registry import SchemaRegistry
+from objectlog.services.isolation import ISOLATION_LEVELS, READ_UNCOMMITTED
 from objectlog.stores.groups import TopicPartition
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -67,6 +68,13 @@ class CreateConsumer(BaseModel):
         default=None,
         alias="consumer.instance.timeout.ms",
         description="objectlog's addition: this instance's idle timeout",
+    )
+    isolation_level: str = Field(
+        default=READ_UNCOMMITTED,
+        alias="isolation.level",
+        description="Kafka's consumer isolation.level, read_uncommitted (the default, as "
+        "Kafka's) or read_committed: committed transactions only (docs/transactions.md)",
+        json_schema_extra={"enum": list(ISOLATION_LEVELS)},
     )
 
 
@@ -256,6 +264,7 @@ def _settings(request: CreateConsumer) -> dict[str, Any]:
         "auto_commit": _flag("auto.commit.enable", request.auto_commit_enable),
         "fetch_min_bytes": _integer("fetch.min.bytes", request.fetch_min_bytes),
         "request_timeout_ms": _integer("consumer.request.timeout.ms", request.request_timeout_ms),
+        "isolation_level": request.isolation_level,
     }
     if request.instance_timeout_ms is not None:
         given["instance_timeout_ms"] = _integer(
