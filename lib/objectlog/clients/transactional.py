@@ -35,12 +35,12 @@ import enum
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from objectlog.clients.delivery import Delivery, RecordFuture
-from objectlog.clients.producer import Producer
+from objectlog.clients.producer import Producer, ProducerHost
 from objectlog.clients.values import BatchResult, ConsumerGroupMetadata
 from objectlog.errors import (
     ConcurrentTransactions,
@@ -51,12 +51,22 @@ from objectlog.errors import (
     UnknownOutcome,
 )
 from objectlog.groups import OffsetAndMetadata, TopicPartition
+from objectlog.groups.coordinator import GroupCoordinator
 from objectlog.services.append import AppendOutcome, StagedFlush
+from objectlog.services.transactions import TransactionCoordinator
 from objectlog.stores.metadata import KafkaSequence, kafka_producer
 from objectlog.stores.transactions import PendingOffset, check_transactional_id, offsets_mark
 
-if TYPE_CHECKING:
-    from objectlog.clients.direct import ObjectLog
+
+class TransactionalHost(ProducerHost, Protocol):
+    """What a transactional producer needs of its log (ObjectLog): its coordinators."""
+
+    @property
+    def transactions(self) -> TransactionCoordinator: ...
+
+    @property
+    def groups(self) -> GroupCoordinator: ...
+
 
 RETRIES = 10  # of a coordinator call answered ConcurrentTransactions (retriable)
 BACKOFF_S = 0.05
@@ -73,7 +83,7 @@ class TxnPhase(enum.Enum):
 class TransactionalProducer(Producer):
     def __init__(
         self,
-        log: ObjectLog,
+        log: TransactionalHost,
         *,
         transactional_id: str,
         transaction_timeout_ms: int = 60_000,
