@@ -34,7 +34,7 @@ one stopped (what was merged is L1 now and is skipped).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -98,6 +98,9 @@ class PartitionReport:
     files_written: int = 0
     retired: list[str] = field(default_factory=list)
     refused_swaps: int = 0  # swaps whose condition failed: the index moved, or we were fenced
+    # the head's open transactions (producer -> (epoch, first offset)) as this run last read
+    # it, for the transaction sweep (services.transaction_sweep): no read of its own
+    open_txns: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def write_amplification(self) -> float:
@@ -160,6 +163,7 @@ class Compactor:
                 if self._attempt(topic, partition, lease, attempt, dry_run, table_lag_ms):
                     attempt.refused_swaps = refused
                     return attempt
+            report.open_txns = attempt.open_txns
             report.skipped = "lost race"
             report.refused_swaps = SWAP_ATTEMPTS
             return report
@@ -183,6 +187,7 @@ class Compactor:
         if head is None or head.topic_id != topic.topic_id:
             report.skipped = "gone"
             return True
+        report.open_txns = head.open_txns
         keep = tail_refs_kept(head.tail, self.clock.now_ms(), table_lag_ms)
         refs = self._manifest_refs(head, as_if_spilled=dry_run, keep=keep)
         proposal = plan(topic, head, refs, self.clock.now_ms(), self.settings)

@@ -1,5 +1,7 @@
 """One maintenance run, as the scheduled compact function does it: every partition of the
-chosen topics is compacted under its lease, then garbage is collected."""
+chosen topics is compacted under its lease, transactions are swept (expired ones aborted,
+decided ones completed, leftover head entries closed, from the heads compaction read:
+services.transaction_sweep), then garbage is collected."""
 
 from __future__ import annotations
 
@@ -17,6 +19,13 @@ from objectlog.errors import TopicNotFound
 from objectlog.format.topics import Topic
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
+from objectlog.services.transaction_sweep import (
+    OpenEntry,
+    SweepReport,
+    TransactionSweep,
+    open_entries,
+)
+from objectlog.services.transactions import TransactionCoordinator
 from objectlog.stores.leases import LeaseStore
 from objectlog.stores.metadata import MetadataStore
 from objectlog.stores.objects import ObjectStore
@@ -43,6 +52,9 @@ class MaintainedLog(Protocol):
     @property
     def schema_registry(self) -> SchemaRegistry: ...
 
+    @property
+    def transactions(self) -> TransactionCoordinator: ...
+
     def list_topics(self) -> list[str]: ...
 
     def topic(self, name: str, *, fresh: bool = False) -> Topic: ...
@@ -57,6 +69,7 @@ class MaintenanceReport:
     tables: list[TableReport] = field(default_factory=list)
     tables_dropped: list[str] = field(default_factory=list)
     gc: GcReport | None = None
+    sweep: SweepReport | None = None  # None: a dry run, or a run asked not to sweep
     seconds: float = 0.0
 
     @property
@@ -124,16 +137,20 @@ def run_maintenance(
     gc_min_age_ms: int | None = None,
     on_partition: Callable[[PartitionReport], None] | None = None,
     deadline_s: float | None = None,
+    sweep: bool = True,
 ) -> MaintenanceReport:
-    """Compact every partition of topics (all by default), then collect garbage.
+    """Compact every partition of topics (all by default), sweep transactions (not in a dry
+    run), then collect garbage.
 
     deadline_s (seconds of the monotonic clock) stops before starting a partition past it,
     so a Lambda invocation ends in time; the next run starts from the first partition again
-    and finds the finished ones idle.
+    and finds the finished ones idle. The sweep runs all the same (its listing is two
+    requests when there is nothing to do), on the heads of the partitions reached.
     """
     started = time.monotonic()
     report = MaintenanceReport(dry_run)
     compactor = compactor_for(log, settings)
+    entries: list[OpenEntry] = []  # the heads' open transactions, as compaction read them
     names = list(topics) if topics is not None else log.list_topics()
     tabled: dict[str, Topic] = {}
     for name in names:
@@ -147,12 +164,15 @@ def run_maintenance(
         table_lag_ms = topic.config.table_lag_ms if has_table else None
         for partition in range(topic.partitions):
             if deadline_s is not None and time.monotonic() >= deadline_s:
+                if sweep and not dry_run:
+                    report.sweep = sweep_transactions(log, entries)
                 report.seconds = time.monotonic() - started
                 return report
             result = compactor.compact_partition(
                 topic, partition, dry_run=dry_run, table_lag_ms=table_lag_ms
             )
             report.partitions.append(result)
+            entries += open_entries(name, partition, topic.topic_id, result.open_txns)
             if on_partition is not None:
                 on_partition(result)
         if log.tables is not None and has_table:
@@ -161,7 +181,14 @@ def run_maintenance(
                 report.tables.append(log.tables.reconcile(topic, log.live_files(name)))
     if log.tables is not None and topics is None and not dry_run:
         report.tables_dropped = log.tables.drop_stale(tabled)
+    if sweep and not dry_run:
+        report.sweep = sweep_transactions(log, entries)
     if collect:
         report.gc = collector_for(log, gc_min_age_ms).run(dry_run=dry_run)
     report.seconds = time.monotonic() - started
     return report
+
+
+def sweep_transactions(log: MaintainedLog, entries: Iterable[OpenEntry]) -> SweepReport:
+    """The transaction sweep, after the heads holding entries were read."""
+    return TransactionSweep(log.transactions, log.metadata, log.clock).run(entries)

@@ -1,5 +1,5 @@
-"""The compact function: one maintenance run (compaction of every partition, then garbage
-collection) per invocation.
+"""The compact function: one maintenance run (compaction of every partition, the transaction
+sweep, then garbage collection) per invocation.
 
 EventBridge invokes it on a schedule (``"detail-type": "Scheduled Event"``, every topic). A
 direct invoke may narrow or rehearse the run with a JSON payload::
@@ -19,8 +19,12 @@ Settings come from the environment (all optional):
 Metrics (EMF, namespace objectlog): segments_merged, bytes_rewritten, write_amplification,
 objects_deleted, records_undecodable (values a typed table's columns could not decode: they
 keep their bytes and their reason, docs/schemas.md), duration, partitions_skipped (any
-partition with a skip reason, "idle" included; the reasons are in the metadata). A dry run
-emits only duration: what it would do must not add to what was done.
+partition with a skip reason, "idle" included; the reasons are in the metadata), and the
+transaction sweep's (services.transaction_sweep): transactions_aborted (Ongoing past their
+deadline), transactions_completed (decided ones a dead agent left), txn_entries_closed
+(leftover head entries closed with an abort marker), txn_entries_adopted (handed to their
+producer's transaction under way), txn_sweep_failures (logged; the next run retries). A dry
+run emits only duration and sweeps nothing: what it would do must not add to what was done.
 """
 
 from __future__ import annotations
@@ -199,6 +203,8 @@ def summarize(report: MaintenanceReport, request: CompactRequest) -> dict[str, A
         # the topics' Iceberg tables (OBJECTLOG_CATALOG): what each reconcile did
         "tables": [vars(table) for table in report.tables],
         "tables_dropped": report.tables_dropped,
+        # the transaction sweep: None in a dry run
+        "transactions": report.sweep.summary() if report.sweep is not None else None,
     }
 
 
@@ -222,6 +228,16 @@ def emit_metrics(report: MaintenanceReport) -> None:
     metrics.add_metric(
         name="partitions_skipped", unit=MetricUnit.Count, value=sum(reasons.values())
     )
+    if report.sweep is not None:
+        swept = report.sweep
+        for name, value in (
+            ("transactions_aborted", swept.aborted),
+            ("transactions_completed", swept.completed),
+            ("txn_entries_closed", swept.entries_closed),
+            ("txn_entries_adopted", swept.entries_adopted),
+            ("txn_sweep_failures", swept.failed),
+        ):
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 
 @dataclass
