@@ -189,7 +189,7 @@ def test_topic_lifecycle(client: LogClient) -> None:
 
     recreated = client.create_topic("orders")
     assert recreated.topic_id != created.topic_id and recreated.partitions == 1
-    assert client.offsets("orders", 0) == Offsets(earliest=0, latest=0)
+    assert client.offsets("orders", 0) == Offsets(earliest=0, latest=0, last_stable=0)
 
 
 def test_a_topic_deleted_elsewhere_is_not_served_from_the_cache(
@@ -297,13 +297,13 @@ def test_fetch_many_answers_each_request_in_order(client: LogClient) -> None:
 
 def test_offsets_and_offset_for_time(client: LogClient) -> None:
     client.create_topic("t")
-    assert client.offsets("t", 0) == Offsets(earliest=0, latest=0)
+    assert client.offsets("t", 0) == Offsets(earliest=0, latest=0, last_stable=0)
     assert client.offset_for_time("t", 0, 0) is None
     with client.producer() as producer:
         for ts in (T0, T0 + 1000, T0 + 2000):
             producer.send("t", b"at %d" % ts, timestamp_ms=ts)
             producer.flush()
-    assert client.offsets("t", 0) == Offsets(earliest=0, latest=3)
+    assert client.offsets("t", 0) == Offsets(earliest=0, latest=3, last_stable=3)
     found = {ts: client.offset_for_time("t", 0, ts) for ts in (0, T0, T0 + 1, T0 + 2000)}
     assert found == {0: 0, T0: 0, T0 + 1: 1, T0 + 2000: 2}
     assert client.offset_for_time("t", 0, T0 + 2001) is None
@@ -321,7 +321,7 @@ def test_an_offset_below_the_log_start_is_out_of_range_naming_it(
     # Retention on the deployment: the compactor drops the old flushes and moves the log start.
     compactor_for(log).compact_partition(log.topic("t", fresh=True), 0)
 
-    assert client.offsets("t", 0) == Offsets(earliest=2, latest=4)
+    assert client.offsets("t", 0) == Offsets(earliest=2, latest=4, last_stable=4)
     assert client.describe_topic("t").partitions[0].log_start_offset == 2
     assert values(client, "t", offset=2) == [b"new0", b"new1"]
     error = raised(lambda: client.fetch("t", 0, 1))
@@ -339,7 +339,7 @@ def test_deleted_records_are_gone_for_readers_and_the_log_start_only_moves_forwa
         for i in range(5):
             producer.send("t", b"v%d" % i, partition=0)
     assert client.delete_records("t", {0: 3, 1: -1}) == {0: 3, 1: 0}
-    assert client.offsets("t", 0) == Offsets(earliest=3, latest=5)
+    assert client.offsets("t", 0) == Offsets(earliest=3, latest=5, last_stable=5)
     assert values(client, "t", offset=3) == [b"v3", b"v4"]
     error = raised(lambda: client.fetch("t", 0, 2))
     assert isinstance(error, OffsetOutOfRange)

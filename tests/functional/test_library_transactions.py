@@ -232,3 +232,31 @@ def test_a_member_taking_over_waits_for_the_offsets_a_transaction_holds(
         uncommitted = txlog.consumer(group=group, **options)  # read_uncommitted: no wait
         uncommitted.close()
         second.close()
+
+
+def test_a_read_committed_consumer_resets_to_the_last_stable_offset(txlog: ObjectLog) -> None:
+    """Kafka's latest offset for read_committed is the last stable offset: a consumer that
+    starts at latest while a transaction is open reads that transaction once it commits."""
+    tp = TopicPartition(OUT_A, 0)
+    with transactional(txlog, "reset") as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(OUT_A, b"pending", partition=0)
+        producer.flush()
+        latest = txlog.consumer(auto_offset_reset="latest")
+        committed = txlog.consumer(auto_offset_reset="latest", isolation_level=READ_COMMITTED)
+        latest.assign([tp])
+        committed.assign([tp])
+        assert latest.position(tp) == txlog.offsets(OUT_A, 0).latest
+        assert committed.position(tp) == txlog.offsets(OUT_A, 0).last_stable < latest.position(tp)
+        producer.commit_transaction()
+    records = []
+    for _ in range(20):
+        records += committed.poll(0.2)
+        if records:
+            break
+    assert [r.value for r in records] == [b"pending"]
+    committed.seek_to_end([tp])
+    assert committed.position(tp) == txlog.offsets(OUT_A, 0).last_stable
+    latest.close()
+    committed.close()

@@ -420,7 +420,7 @@ class Consumer:
 
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         for tp in self._targets(partitions):
-            self._positions[tp] = self.log.offsets(*tp).latest
+            self._positions[tp] = self.log.offsets(*tp).end(self.isolation_level)
 
     def pause(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         self._paused |= {self._owned_partition(tp) for tp in partitions}
@@ -474,7 +474,9 @@ class Consumer:
                 f"{tp.topic}/{tp.partition} {why} and auto_offset_reset is none"
             )
         offsets = self.log.offsets(*tp)
-        return offsets.earliest if self.auto_offset_reset == "earliest" else offsets.latest
+        if self.auto_offset_reset == "earliest":
+            return offsets.earliest
+        return offsets.end(self.isolation_level)  # Kafka's latest for the isolation level
 
     # ---- commits -----------------------------------------------------------------------
 

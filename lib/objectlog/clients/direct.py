@@ -386,7 +386,7 @@ class ObjectLog:
         heads = {}
         by_topic: dict[str, list[int]] = {}
         for request in requests:
-            recent = self._recent_heads.reusable(request.topic, request.partition, request.offset)
+            recent = self._recent_heads.reusable(request)
             if recent is not None:
                 heads[(request.topic, request.partition)] = recent
             else:
@@ -454,7 +454,7 @@ class ObjectLog:
         check_non_negative("partition", partition)
         head = self.reader.head(topic, partition)
         self._recent_heads.remember(topic, partition, head)
-        return Offsets(earliest=head.log_start_offset, latest=head.next_offset)
+        return Offsets(head.log_start_offset, head.next_offset, head.last_stable_offset)
 
     def delete_records(self, topic: str, offsets: Mapping[int, int]) -> dict[int, int]:
         """Delete each partition's records before its offset (-1: all of them), as Kafka's

@@ -275,7 +275,7 @@ class HttpObjectLog:
 
     def offsets(self, topic: str, partition: int) -> Offsets:
         body = self.api.request("GET", _partition_path(topic, partition, "offsets"))
-        return Offsets(earliest=body["earliest"], latest=body["latest"])
+        return Offsets(body["earliest"], body["latest"], body["last_stable_offset"])
 
     def delete_records(self, topic: str, offsets: Mapping[int, int]) -> dict[int, int]:
         for partition in offsets:

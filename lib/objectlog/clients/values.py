@@ -6,13 +6,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from objectlog.services.isolation import READ_COMMITTED
+
 
 @dataclass(frozen=True)
 class Offsets:
-    """A partition's earliest offset (log start) and latest (high watermark)."""
+    """A partition's earliest offset (log start), latest (high watermark) and last stable
+    offset (where read_committed readers stop: docs/transactions.md)."""
 
     earliest: int
     latest: int
+    last_stable: int
+
+    def end(self, isolation_level: str) -> int:
+        """Where a reader at this isolation level ends: Kafka's latest offset for it."""
+        return self.last_stable if isolation_level == READ_COMMITTED else self.latest
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,10 @@ class FetchResponse(BaseModel):
 class OffsetsResponse(BaseModel):
     earliest: int
     latest: int
+    last_stable_offset: int = Field(
+        description="the latest offset for read_committed readers: the first offset of the "
+        "partition's oldest open transaction, or latest when none is open"
+    )
     timestamp: int | None = None
     offset: int | None = Field(default=None, description="first offset at or after timestamp")
 

@@ -435,7 +435,9 @@ def fetch_router(services: Services) -> Router:
         log = services.log
         log.topic(topic)
         bounds = log.offsets(topic, partition)
-        response = OffsetsResponse(earliest=bounds.earliest, latest=bounds.latest)
+        response = OffsetsResponse(
+            earliest=bounds.earliest, latest=bounds.latest, last_stable_offset=bounds.last_stable
+        )
         if timestamp is not None:
             response.timestamp = timestamp
             response.offset = log.offset_for_time(topic, partition, timestamp)

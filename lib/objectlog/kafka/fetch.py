@@ -188,10 +188,8 @@ class FetchApi:
         bounds = self.ctx.log.offsets(topic, partition)
         if timestamp == EARLIEST:
             return bounds.earliest, -1
-        if timestamp == LATEST and committed:
-            return self.ctx.log.reader.head(topic, partition).last_stable_offset, -1
-        if timestamp == LATEST:
-            return bounds.latest, -1
+        if timestamp == LATEST:  # the last stable offset for read_committed, from one read
+            return bounds.end(READ_COMMITTED if committed else READ_UNCOMMITTED), -1
         if timestamp == MAX_TIMESTAMP:
             return self._max_timestamp(topic, partition, bounds.earliest, bounds.latest)
         found = self.ctx.log.offset_for_time(topic, partition, timestamp)

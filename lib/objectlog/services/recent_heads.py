@@ -19,6 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from objectlog.services.fetch import FetchRequest
+from objectlog.services.isolation import end_of
 from objectlog.stores.metadata import PartitionHead
 
 
@@ -28,15 +30,18 @@ class RecentHeads:
         self._now = now
         self._heads: dict[tuple[str, int], tuple[PartitionHead, float]] = {}
 
-    def reusable(self, topic: str, partition: int, offset: int) -> PartitionHead | None:
-        """The recent head of the partition if a fetch from offset may plan from it."""
-        seen = self._heads.get((topic, partition))
+    def reusable(self, request: FetchRequest) -> PartitionHead | None:
+        """The recent head of the partition if the fetch may plan from it: its offset is
+        below where the fetch's isolation level ends on it (a read_committed fetch at that
+        head's last stable offset reads the head again, to see the offset move)."""
+        seen = self._heads.get((request.topic, request.partition))
         if seen is None or self.max_age_s <= 0:
             return None
         head, read_at = seen
         if self._now() - read_at > self.max_age_s:
             return None
-        return head if head.log_start_offset <= offset < head.next_offset else None
+        end = end_of(request.isolation, head)
+        return head if head.log_start_offset <= request.offset < end else None
 
     def remember(self, topic: str, partition: int, head: PartitionHead) -> None:
         self._heads[(topic, partition)] = (head, self._now())
