@@ -224,6 +224,8 @@ def test_a_member_taking_over_waits_for_the_offsets_a_transaction_holds(
             early = [r for r in second.poll(1.0) if r.topic == IN and r.partition == 0]
             assert early == []  # waiting: it has no position on the partition yet
             assert tp in second.assignment()
+            described = {(o.topic, o.partition): o for o in txlog.groups.describe(group).offsets}
+            assert described[(IN, 0)].pending_transaction == f"takeover-{commit}"
             if commit:
                 producer.commit_transaction()
             else:

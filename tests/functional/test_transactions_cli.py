@@ -34,3 +34,26 @@ def test_list_describe_and_abort_a_hanging_transaction(
     assert head is not None and not head.open_txns and head.next_offset == 1  # its marker
     missing = CliRunner().invoke(main, ["transactions", "describe", "nope"], env=log_env)
     assert missing.exit_code != 0 and "nope" in missing.output
+
+
+def test_groups_describe_names_a_transaction_holding_an_offset(
+    log: ObjectLog, log_env: dict[str, str]
+) -> None:
+    log.create_topic("orders", 1)
+    producer = log.producer(transactional_id="etl", linger_ms=0)
+    producer.init_transactions()  # type: ignore[attr-defined]
+    producer.begin_transaction()  # type: ignore[attr-defined]
+    producer.send("orders", b"x", partition=0)
+    producer.send_offsets_to_transaction({("orders", 0): 0}, "g")  # type: ignore[attr-defined]
+
+    def describe(*args: str) -> str:
+        result = CliRunner().invoke(main, ["groups", "describe", "g", *args], env=log_env)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "PENDING-TRANSACTION" in describe() and "etl" in describe()
+    rows = json.loads(describe("--json"))["partitions"]
+    assert [row["pending_transaction"] for row in rows] == ["etl"]
+    producer.commit_transaction()  # type: ignore[attr-defined]
+    assert "PENDING-TRANSACTION" not in describe()
+    producer.close()

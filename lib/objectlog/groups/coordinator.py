@@ -43,6 +43,7 @@ from objectlog.groups.values import (
 )
 from objectlog.stores.groups import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
 from objectlog.stores.metadata import ACTIVE, MetadataStore, PartitionHead
+from objectlog.stores.transactions import marking_id
 
 REBALANCE_ATTEMPTS = 20
 
@@ -63,7 +64,7 @@ class GroupCoordinator:
         self.store = store
         self.clock = clock
         self.offset_for_time = offset_for_time  # ObjectLog.offset_for_time
-        self.transactional = TransactionalOffsets(store, clock, pending)
+        self.transactional = TransactionalOffsets(store, clock, pending, self._track)
         self._tracked: set[tuple[str, str]] = set()
 
     # ---- membership --------------------------------------------------------------------
@@ -237,6 +238,7 @@ class GroupCoordinator:
                 log_start_offset=heads[tp].log_start_offset,
                 high_watermark=heads[tp].next_offset,
                 owner=items[tp].owner if items[tp].owner in state.members else None,
+                pending_transaction=marking_id(items[tp].pending),
             )
             for tp in partitions
             if tp in heads

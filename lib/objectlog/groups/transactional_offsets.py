@@ -23,10 +23,19 @@ Pending = Callable[[str, str], bool]  # (mark, group) -> the marking transaction
 
 
 class TransactionalOffsets:
-    def __init__(self, store: GroupStore, clock: Clock, pending: Pending | None) -> None:
+    def __init__(
+        self,
+        store: GroupStore,
+        clock: Clock,
+        pending: Pending | None,
+        track: Callable[[str, Iterable[str]], None],
+    ) -> None:
+        """track(group, topics) registers a group committed to from outside (as a commit
+        with no member does: GroupCoordinator's)."""
         self.store = store
         self.clock = clock
         self.pending = pending
+        self.track = track
 
     def hold(
         self,
@@ -39,7 +48,10 @@ class TransactionalOffsets:
     ) -> None:
         """Mark each partition's offset pending in the transaction (mark), where a commit by
         this member in this generation would hold: CommitFailed if it would not."""
-        for tp in sorted(TopicPartition(*tp) for tp in partitions):
+        wanted = sorted(TopicPartition(*tp) for tp in partitions)
+        if member_id is None:
+            self.track(group, {tp.topic for tp in wanted})
+        for tp in wanted:
             old = self.store.hold_pending(
                 group, tp, mark, member_id=member_id, generation=generation
             )

@@ -72,6 +72,7 @@ class PartitionOffset:
     log_start_offset: int
     high_watermark: int
     owner: str | None
+    pending_transaction: str | None = None  # whose offset for it is pending (transactions.md)
 
     @property
     def lag(self) -> int | None:

@@ -287,6 +287,11 @@ class PartitionOffsetOut(BaseModel):
     high_watermark: int
     lag: int | None
     owner: str | None
+    pending_transaction: str | None = Field(
+        default=None,
+        description="the transactional id whose offset for the partition is pending: read "
+        "committed members taking it over wait for that transaction to end",
+    )
 
 
 class GroupOut(BaseModel):

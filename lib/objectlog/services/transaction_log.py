@@ -30,6 +30,7 @@ from objectlog.stores.transactions import (
     TopicPartition,
     Transaction,
     TxnState,
+    marking_id,
     offsets_mark,
 )
 
@@ -106,7 +107,8 @@ class OffsetsPending:
         self.coordinator = coordinator
 
     def __call__(self, mark: str, group: str) -> bool:
-        transactional_id = mark.partition("\n")[0]
+        transactional_id = marking_id(mark)
+        assert transactional_id is not None
         try:
             txn = self.coordinator().abort_if_expired(transactional_id)
         except ObjectLogError:  # the completion failed: the decision stands, still pending

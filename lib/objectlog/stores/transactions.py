@@ -158,6 +158,11 @@ def offsets_mark(txn: Transaction) -> str:
     return f"{txn.transactional_id}\n{txn.producer_id}.{txn.started_ms}"
 
 
+def marking_id(mark: str | None) -> str | None:
+    """The transactional id of an offsets_mark (None for none)."""
+    return None if mark is None else mark.partition("\n")[0]
+
+
 def check_version(txn: Transaction, expected_version: int) -> None:
     """A write's record is at the version after the one it is conditional on (ValueError)."""
     if txn.version != expected_version + 1:

@@ -686,6 +686,7 @@ def groups_describe(ctx: click.Context, group: str, as_json: bool) -> None:
                 "log_start_offset": p.log_start_offset,
                 "log_end_offset": p.high_watermark,
                 "lag": p.lag,
+                "pending_transaction": p.pending_transaction,
                 "consumer_id": member.member_id if member else None,
                 "client_id": member.client_id if member else None,
             }
@@ -707,7 +708,9 @@ def groups_describe(ctx: click.Context, group: str, as_json: bool) -> None:
         f"{len(described.members)} member(s), strategy {described.strategy}, "
         f"total lag {described.total_lag}"
     )
-    columns = ("topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id")
+    columns = ["topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id"]
+    if any(row["pending_transaction"] for row in rows):  # a transaction holds its offset
+        columns.append("pending_transaction")
     table: list[list[str]] = [[c.upper().replace("_", "-") for c in columns]]
     table += [["-" if row[c] is None else str(row[c]) for c in columns] for row in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
