@@ -31,7 +31,9 @@ def txlog(log: ObjectLog) -> Iterator[ObjectLog]:
     yield log
 
 
-def transactional(log: ObjectLog, tid: str = "pipeline", **options: object) -> TransactionalProducer:
+def transactional(
+    log: ObjectLog, tid: str = "pipeline", **options: object
+) -> TransactionalProducer:
     producer = log.producer(transactional_id=tid, linger_ms=0, **options)
     assert isinstance(producer, TransactionalProducer)
     return producer

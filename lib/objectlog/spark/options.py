@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from objectlog.errors import InvalidRequest
+from objectlog.services.isolation import ISOLATION_LEVELS, READ_UNCOMMITTED
 from objectlog.spark.connection import lowered
 
 EARLIEST = -2
@@ -39,6 +40,9 @@ FAIL_ON_DATA_LOSS = "failOnDataLoss"
 MIN_PARTITIONS = "minPartitions"
 MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 INCLUDE_HEADERS = "includeHeaders"
+# The Kafka consumer's isolation.level, as the Kafka source takes consumer settings; Spark sets
+# none, so its source reads read_uncommitted, the consumer's default (KafkaSourceProvider).
+ISOLATION_LEVEL = "kafka.isolation.level"
 TYPED_VALUES = "typedValues"  # objectlog's own: the typed table's columns (spark.typed)
 MAX_BYTES_PER_PARTITION = "maxBytesPerPartition"  # objectlog's own
 OPEN_COST_IN_BYTES = "openCostInBytes"  # objectlog's own, as spark.sql.files.openCostInBytes
@@ -100,6 +104,8 @@ class ReadOptions:
     parallelism: int = 0  # the session's default parallelism; 0: not known
     # What a starting timestamp past every record means: "error" (Kafka's default) or "latest".
     by_timestamp_strategy: str = "error"
+    # read_committed: "latest" is the last stable offset, aborted transactions are left out.
+    isolation: str = READ_UNCOMMITTED
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -131,6 +137,7 @@ class ReadOptions:
             open_cost_bytes=_int(given, OPEN_COST_IN_BYTES, DEFAULT_OPEN_COST_BYTES, minimum=0),
             parallelism=_int(given, DEFAULT_PARALLELISM, 0, minimum=1),
             by_timestamp_strategy=strategy,
+            isolation=_isolation(given),
         )
 
 
@@ -163,6 +170,19 @@ def include_headers(options: Mapping[str, str]) -> bool:
 
 def typed_values(options: Mapping[str, str]) -> bool:
     return _bool(lowered(options), TYPED_VALUES, False)
+
+
+def _isolation(given: Mapping[str, str]) -> str:
+    """kafka.isolation.level, checked as the Kafka consumer checks it (exact lower-case)."""
+    text = given.get(ISOLATION_LEVEL, "").strip()
+    if not text:
+        return READ_UNCOMMITTED
+    if text not in ISOLATION_LEVELS:
+        raise InvalidRequest(
+            f"{ISOLATION_LEVEL} must be {' or '.join(ISOLATION_LEVELS)}, got {text!r}",
+            field=ISOLATION_LEVEL,
+        )
+    return text
 
 
 def _subscription(given: Mapping[str, str]) -> Subscription:

@@ -10,13 +10,19 @@ whose timestamps cannot match. The Spark 4 data source (batch and streaming) and
 
 Streaming offsets have the Kafka source's JSON shape, ``{"orders": {"0": 23, "1": 5}}``: the
 next offset to read in each partition.
+
+``kafka.isolation.level=read_committed`` (services.isolation's rules, as the library's fetch
+applies them): "latest" and every range's end are the last stable offset, not the high
+watermark, and the refs of aborted transactions are left out of the slices, decided from the
+refs alone. Markers have nothing to read at either level.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import (
@@ -25,8 +31,9 @@ from objectlog.errors import (
     TopicNotFound,
     UnknownPartition,
 )
-from objectlog.format.index import SegmentRef
+from objectlog.format.index import PlacedRef, SegmentRef
 from objectlog.format.layout import object_key
+from objectlog.services.isolation import READ_COMMITTED, READ_UNCOMMITTED, committed_plan, end_of
 from objectlog.spark.options import EARLIEST, LATEST, Bound, ReadOptions, Subscription
 from objectlog.stores.metadata import PartitionHead
 
@@ -98,6 +105,7 @@ class ReadTask:
     end_offset: int
     slices: tuple[Slice, ...]
     pruning: Pruning = NO_PRUNING  # kept so a task can re-resolve its refs through the head
+    isolation: str = READ_UNCOMMITTED  # likewise: a re-resolved read_committed task skips aborts
 
     @property
     def bytes(self) -> int:
@@ -147,9 +155,16 @@ def current_heads(
 
 
 def resolve(
-    log: ObjectLog, bound: Bound, head: PartitionHead, *, starting: bool, strategy: str = "error"
+    log: ObjectLog,
+    bound: Bound,
+    head: PartitionHead,
+    *,
+    starting: bool,
+    strategy: str = "error",
+    isolation: str = READ_UNCOMMITTED,
 ) -> int:
-    """The offset a bound names in one partition (timestamps through the refs' times)."""
+    """The offset a bound names in one partition (timestamps through the refs' times); latest
+    is where the isolation level's reads end, as Kafka's ListOffsets answers it."""
     topic, partition = head.topic, head.partition
     timestamp = bound.timestamp_for(topic, partition)
     if timestamp is not None:
@@ -162,12 +177,12 @@ def resolve(
                 "startingOffsetsByTimestampStrategy=latest to start at the latest offset)",
                 field="startingTimestamp",
             )
-        return head.next_offset
+        return end_of(isolation, head)
     offset = bound.offset_for(topic, partition)
     if offset == EARLIEST:
         return head.log_start_offset
     if offset == LATEST:
-        return head.next_offset
+        return end_of(isolation, head)
     return offset
 
 
@@ -195,10 +210,16 @@ def plan_batch(
         if not pruning.admits(topic, partition):
             continue
         start = resolve(
-            log, options.starting, head, starting=True, strategy=options.by_timestamp_strategy
+            log,
+            options.starting,
+            head,
+            starting=True,
+            strategy=options.by_timestamp_strategy,
+            isolation=options.isolation,
         )
-        end = resolve(log, options.ending, head, starting=False)
-        start, end = min(start, head.next_offset), min(end, head.next_offset)
+        end = resolve(log, options.ending, head, starting=False, isolation=options.isolation)
+        limit = end_of(options.isolation, head)
+        start, end = min(start, limit), min(end, limit)
         if end < start:
             raise InvalidRequest(
                 f"{topic}/{partition}: the ending offset {end} is before the starting offset "
@@ -216,7 +237,12 @@ def initial_offsets(log: ObjectLog, options: ReadOptions) -> dict[TopicPartition
     """Where a new streaming query starts (startingOffsets, by default latest)."""
     return {
         tp: resolve(
-            log, options.starting, head, starting=True, strategy=options.by_timestamp_strategy
+            log,
+            options.starting,
+            head,
+            starting=True,
+            strategy=options.by_timestamp_strategy,
+            isolation=options.isolation,
         )
         for tp, head in current_heads(log, options.subscription, streaming=True).items()
     }
@@ -229,13 +255,14 @@ def latest_offsets(
     max_offsets: int | None,
     target: Mapping[TopicPartition, int] | None = None,
 ) -> dict[TopicPartition, int]:
-    """The end of the next micro-batch: the high watermarks, at most max_offsets past start.
+    """The end of the next micro-batch: the high watermarks (read_committed: the last stable
+    offsets), at most max_offsets past start.
 
     Partitions that appeared since start (new topics, added partitions) count from their
     earliest offset. target, when set (Trigger.AvailableNow), is never passed.
     """
     heads = current_heads(log, options.subscription, streaming=True)
-    latest = {tp: head.next_offset for tp, head in heads.items()}
+    latest = {tp: end_of(options.isolation, head) for tp, head in heads.items()}
     if target is not None:
         latest = {tp: min(end, target.get(tp, end)) for tp, end in latest.items()}
     if start is None or max_offsets is None:
@@ -295,7 +322,8 @@ def plan_stream(
         if begin < head.log_start_offset:
             begin = data_loss(options, head, begin)
             until = max(until, begin)
-        until = min(until, head.next_offset)
+        # read_committed never passes the LSO, even for an end planned at the other level
+        until = min(until, end_of(options.isolation, head))
         if begin < until:
             ranges.append(OffsetRange(tp[0], tp[1], begin, until))
     return cut(log, ranges, heads, options)
@@ -315,16 +343,17 @@ def cut(
     pruning: Pruning = NO_PRUNING,
 ) -> list[ReadTask]:
     """Each range's slices, grouped into tasks of at most split_bytes (one slice at least)."""
-    sliced = [
-        (offsets, list(slices_of(log, heads[(offsets.topic, offsets.partition)], offsets, pruning)))
-        for offsets in ranges
-        if offsets.start < offsets.end
-    ]
+
+    def sliced_range(offsets: OffsetRange) -> list[Slice]:
+        head = heads[(offsets.topic, offsets.partition)]
+        return list(slices_of(log, head, offsets, pruning, options.isolation))
+
+    sliced = [(offsets, sliced_range(offsets)) for offsets in ranges if offsets.start < offsets.end]
     total = sum(piece.length for _, pieces in sliced for piece in pieces)
     limit = split_bytes(total, len(sliced), options)
     tasks: list[ReadTask] = []
     for offsets, pieces in sliced:
-        tasks.extend(group_slices(offsets, pieces, limit, pruning))
+        tasks.extend(group_slices(offsets, pieces, limit, pruning, options.isolation))
     return split_for_min_partitions(tasks, options.min_partitions)
 
 
@@ -363,15 +392,24 @@ def pack(tasks: list[ReadTask], options: ReadOptions) -> list[InputSplit]:
 
 
 def slices_of(
-    log: ObjectLog, head: PartitionHead, offsets: OffsetRange, pruning: Pruning
+    log: ObjectLog,
+    head: PartitionHead,
+    offsets: OffsetRange,
+    pruning: Pruning,
+    isolation: str = READ_UNCOMMITTED,
 ) -> Iterator[Slice]:
-    """The slices holding [start, end) of one partition, in offset order."""
+    """The slices holding [start, end) of one partition, in offset order (read_committed:
+    none of an aborted transaction's)."""
     prefix = log.config.prefix
-    for placed in log.index.placed_refs(head, offsets.start):
-        if placed.base_offset >= offsets.end:
-            return
+    planned: Iterator[PlacedRef] = itertools.takewhile(
+        lambda placed: placed.base_offset < offsets.end,
+        log.index.placed_refs(head, offsets.start),
+    )
+    if isolation == READ_COMMITTED:  # aborted refs become holes, as markers are
+        planned = iter(committed_plan(log.index, head, list(planned)))
+    for placed in planned:
         ref = placed.ref
-        if ref.has_object and pruning.admits_ref(ref):  # a marker has nothing to read
+        if ref.has_object and pruning.admits_ref(ref):  # a marker, a hole: nothing to read
             yield Slice(
                 object_key(prefix, ref.level, ref.object_id),
                 ref.start,
@@ -387,6 +425,7 @@ def group_slices(
     slices: Iterable[Slice],
     max_bytes: int,
     pruning: Pruning = NO_PRUNING,
+    isolation: str = READ_UNCOMMITTED,
 ) -> Iterator[ReadTask]:
     """Consecutive slices grouped into tasks of at most max_bytes (one slice at least)."""
     group: list[Slice] = []
@@ -395,7 +434,9 @@ def group_slices(
     def task() -> ReadTask:
         start = max(offsets.start, group[0].base_offset)
         end = min(offsets.end, group[-1].end_offset)
-        return ReadTask(offsets.topic, offsets.partition, start, end, tuple(group), pruning)
+        return ReadTask(
+            offsets.topic, offsets.partition, start, end, tuple(group), pruning, isolation
+        )
 
     for piece in slices:
         if group and size + piece.length > max_bytes:
@@ -419,22 +460,8 @@ def split_for_min_partitions(tasks: list[ReadTask], minimum: int) -> list[ReadTa
         middle = task.slices[half].base_offset
         at = tasks.index(task)
         tasks[at : at + 1] = [
-            ReadTask(
-                task.topic,
-                task.partition,
-                task.start_offset,
-                middle,
-                task.slices[:half],
-                task.pruning,
-            ),
-            ReadTask(
-                task.topic,
-                task.partition,
-                middle,
-                task.end_offset,
-                task.slices[half:],
-                task.pruning,
-            ),
+            replace(task, end_offset=middle, slices=task.slices[:half]),
+            replace(task, start_offset=middle, slices=task.slices[half:]),
         ]
     return tasks
 

@@ -148,7 +148,7 @@ def _resolve_again(
             )
         position = head.log_start_offset
     offsets = OffsetRange(task.topic, task.partition, position, task.end_offset)
-    return position, list(slices_of(log, head, offsets, task.pruning))
+    return position, list(slices_of(log, head, offsets, task.pruning, task.isolation))
 
 
 def to_spark_arrow(table: pa.Table, include_headers: bool) -> pa.Table:
