@@ -15,6 +15,8 @@ from objectlog.tools.cli import main
 from objectlog.tools.verify.bad_input import CORPUS, TOPIC, run_corpus
 from objectlog.tools.verify.checker import FinalState, check
 from objectlog.tools.verify.history import (
+    ABORTED,
+    COMMITTED,
     FAILED,
     OK,
     UNKNOWN,
@@ -24,6 +26,7 @@ from objectlog.tools.verify.history import (
     Produce,
 )
 from objectlog.tools.verify.report import render
+from objectlog.tools.verify.txn_checker import TXN_ANOMALIES
 from objectlog.tools.verify.workload import (
     FAULT_KINDS,
     KAFKA_GROUP,
@@ -49,6 +52,10 @@ def test_a_short_workload_with_every_fault_has_no_anomaly(aws_endpoint: str) -> 
     assert sum(len(p.records) for p in result.history.polls) > 0
     assert any(" assigned " in line for line in result.kafka_trail)  # the trail listened
     assert any("objectlog member" in line for line in result.kafka_trail)
+    # the transactional pipeline committed, aborted on purpose and crashed mid-transaction
+    told = Counter("crashed" if t.crashed else t.outcome for t in result.history.txns)
+    assert told[COMMITTED] > 0 and told[ABORTED] > 0 and told["crashed"] > 0, told
+    assert result.history.stable  # the output topic's last stable offsets were sampled
     assert result.verdict.ok, failure(result)
 
 
@@ -107,6 +114,7 @@ def test_the_checker_finds_every_anomaly() -> None:
         "committed backwards": 1,
         "skipped": 1,
         "unreferenced object": 1,
+        **dict.fromkeys(TXN_ANOMALIES, 0),  # tests/unit/test_verify_txn_checks.py plants them
     }, verdict.examples
     assert not verdict.ok
     assert verdict.summary().startswith("lost x1: p b'c' acked at 0/3 | wrong partition x1: r ")

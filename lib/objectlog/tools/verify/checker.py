@@ -19,7 +19,8 @@ workload names, DESIGN.md section 9):
   it kept owning the partition;
 - committed backwards: a group's committed offset decreased without a seek or reset (5);
 - skipped: a record below the group's final committed offset that no member ever processed;
-- unreferenced object: an object older than the GC horizon that no index references (7).
+- unreferenced object: an object older than the GC horizon that no index references (7);
+- and, where the workload ran its transactional pipeline, txn_checker's (TXN_ANOMALIES).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from objectlog.tools.verify.history import FAILED, OK, History
+from objectlog.tools.verify.txn_checker import TXN_ANOMALIES, TxnFinal, check_transactions
 
 ANOMALIES = (
     "lost",
@@ -44,6 +46,7 @@ ANOMALIES = (
     "committed backwards",
     "skipped",
     "unreferenced object",
+    *TXN_ANOMALIES,
 )
 
 Rows = Sequence[tuple[int, bytes | None]]  # (offset, value), one partition, as finally read
@@ -57,6 +60,7 @@ class FinalState:
     final_committed: Mapping[int, int] = field(default_factory=dict)
     unreferenced_old_objects: Sequence[str] = ()
     other_groups: Mapping[str, Mapping[int, int]] = field(default_factory=dict)  # committed
+    transactions: TxnFinal | None = None  # the transactional pipeline's output topic
 
 
 @dataclass
@@ -112,6 +116,8 @@ def check(history: History, final: FinalState) -> Verdict:
     _check_group(history, final, verdict)
     for key in final.unreferenced_old_objects:
         verdict.add("unreferenced object", key)
+    if final.transactions is not None:
+        check_transactions(history, final.partitions, final.transactions, verdict)
     return verdict
 
 

@@ -12,6 +12,8 @@ from objectlog.errors import ErrorKind
 OK = "ok"
 FAILED = "failed"  # the client was told nothing was stored
 UNKNOWN = "unknown"  # the client was told the outcome is unknown (a timeout)
+COMMITTED = "committed"  # a transaction's commit_transaction returned
+ABORTED = "aborted"  # a transaction's abort_transaction returned
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,42 @@ class CommittedSample:
     group: str = ""
 
 
+@dataclass(frozen=True)
+class Txn:
+    """One transaction of the consume-transform-produce pipeline (txn_pipeline): what it was
+    told, the inputs it covered, the outputs it wrote and the group offsets it sent.
+
+    ``crashed``: its producer was abandoned before EndTxn (told nothing, outcome UNKNOWN), so
+    the next instance of its transactional id must have aborted it. Every output's value
+    begins with ``name`` and names its input (txn_pipeline.output_value)."""
+
+    name: str
+    transactional_id: str
+    outcome: str  # COMMITTED, ABORTED or UNKNOWN
+    inputs: tuple[tuple[int, int], ...]  # (partition, offset) of the input topic
+    outputs: tuple[tuple[int, bytes], ...]  # (partition, value) sent to the output topic
+    offsets: tuple[tuple[int, int], ...] = ()  # (partition, next offset) sent to the group
+    crashed: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class StableSample:
+    """A partition's last stable offset and high watermark, read together from its head."""
+
+    partition: int
+    last_stable: int
+    high_watermark: int
+
+
 @dataclass
 class History:
     produces: list[Produce] = field(default_factory=list)
     polls: list[Poll] = field(default_factory=list)
     committed: list[CommittedSample] = field(default_factory=list)
     events: Counter[str] = field(default_factory=Counter)  # member crashes, compactor kills, ...
+    txns: list[Txn] = field(default_factory=list)
+    stable: list[StableSample] = field(default_factory=list)  # of the output topic, in order
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_produce(self, op: Produce) -> None:
@@ -81,6 +113,14 @@ class History:
     def add_committed(self, sample: CommittedSample) -> None:
         with self._lock:
             self.committed.append(sample)
+
+    def add_txn(self, txn: Txn) -> None:
+        with self._lock:
+            self.txns.append(txn)
+
+    def add_stable(self, sample: StableSample) -> None:
+        with self._lock:
+            self.stable.append(sample)
 
     def count(self, event: str, n: int = 1) -> None:
         with self._lock:

@@ -7,10 +7,12 @@ from rich.table import Table
 from rich.text import Text
 
 from objectlog.tools.verify.checker import ANOMALIES
+from objectlog.tools.verify.history import ABORTED, COMMITTED, UNKNOWN
 from objectlog.tools.verify.workload import (
     FAULT_KINDS,
     KAFKA_GROUP,
     REST_GROUP,
+    TXN_GROUP,
     WorkloadResult,
 )
 
@@ -24,10 +26,24 @@ def render(result: WorkloadResult, console: Console) -> None:
     for client in clients:
         row = [outcomes[(client, outcome)] for outcome in ("ok", "failed", "unknown")]
         operations.add_row(client, *map(str, row), str(sum(row)))
-    for group, label in (("", "group"), (KAFKA_GROUP, "kafka group"), (REST_GROUP, "rest group")):
+    groups = (
+        ("", "group"),
+        (KAFKA_GROUP, "kafka group"),
+        (REST_GROUP, "rest group"),
+        (TXN_GROUP, "txn pipeline"),
+    )
+    for group, label in groups:
         polls = [p for p in result.history.polls if p.group == group]
         records = str(sum(len(p.records) for p in polls))
         operations.add_row(f"{label} (polls / records)", str(len(polls)), "", "", records)
+    txns = result.history.txns
+    if txns:
+        told = [
+            sum(t.outcome == outcome for t in txns) for outcome in (COMMITTED, ABORTED, UNKNOWN)
+        ]
+        crashed = sum(t.crashed for t in txns)
+        label = f"transactions (committed / aborted / unknown, {crashed} crashed)"
+        operations.add_row(label, *map(str, told), str(len(txns)))
     console.print(operations)
 
     faults = Table(title="faults injected")

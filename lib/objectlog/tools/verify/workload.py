@@ -14,12 +14,17 @@ bounded number of produce operations or seconds, concurrently:
   consumer instances through the HTTP API (/kafka/consumers), which crash by going idle until
   the instance times out;
 - two compactors with skewed clocks, compacting and collecting garbage in a loop;
-- a monitor sampling the group's committed offsets.
+- a consume-transform-produce member (txn_pipeline): a read_committed group member of the
+  workload's topic and a transactional producer, through the Kafka agent, writing one output
+  per input to a topic of its own in transactions that commit with the group's offsets, abort
+  on purpose now and then, or crash mid-transaction;
+- a monitor sampling the groups' committed offsets and the output topic's last stable offsets.
 
 Faults, each switchable and counted (FAULT_KINDS), are botocore event hooks on the workers'
 own clients and a wrapper on the gateway's produce function. After the run the producers and
 compactors stop, the group drains to the high watermark, garbage is collected once more, and a
-client with no faults reads every partition: ``checker.check`` finds the anomalies.
+client with no faults reads every partition (the output topic read_committed and
+read_uncommitted): ``checker.check`` finds the anomalies (txn_checker's among them).
 """
 
 from __future__ import annotations
@@ -48,6 +53,13 @@ from objectlog.groups import TopicPartition
 from objectlog.tools.gateway import LocalGateway, local_api
 from objectlog.tools.verify.kafka_trail import MEMBER_LOG, KafkaClientTrail
 from objectlog.tools.verify.threads import guarded_thread
+from objectlog.tools.verify.txn_pipeline import (
+    TXN_GROUP,
+    TXN_TOPIC,
+    TxnMember,
+    read_final,
+    sample_stable,
+)
 
 if TYPE_CHECKING:
     from objectlog.kafka.server import AgentThread
@@ -83,7 +95,8 @@ KAFKA_DELIVERY_TIMEOUT_MS = 60_000
 KAFKA_GROUP = "verify-kafka-group"  # classic-protocol members (kafka-python) through the agent
 KAFKA_INITIAL_DELAY_MS = 500  # the agent's group.initial.rebalance.delay.ms: exercised, short
 REST_GROUP = "verify-rest-group"  # REST Proxy consumer instances through the HTTP API
-GROUPS = ("", KAFKA_GROUP, REST_GROUP)  # "": GROUP, objectlog's own Consumer members
+# "": GROUP, objectlog's own Consumer members; TXN_GROUP: the transactional pipeline's
+GROUPS = ("", KAFKA_GROUP, REST_GROUP, TXN_GROUP)
 REST_INSTANCE_TIMEOUT_MS = 3_000
 
 
@@ -95,6 +108,8 @@ class WorkloadConfig:
     members: int = 3
     kafka_members: int = 2
     rest_members: int = 1
+    txn_members: int = 1  # consume-transform-produce members (txn_pipeline)
+    txn_partitions: int = 3  # of their output topic
     seed: int = 0
     faults: frozenset[str] = frozenset(FAULT_KINDS)
     share: float = 0.05  # of matching calls, per fault kind
@@ -173,7 +188,7 @@ class Workload:
         self.errors: list[BaseException] = []
         self.sent = 0
         self._sent_lock = threading.Lock()
-        sizes = (config.members, config.kafka_members, config.rest_members)
+        sizes = (config.members, config.kafka_members, config.rest_members, config.txn_members)
         self.groups = tuple(g for g, size in zip(GROUPS, sizes, strict=True) if size)
 
     # ---- the run -----------------------------------------------------------------------
@@ -183,6 +198,8 @@ class Workload:
         admin = self._log(faults=False)
         admin.ensure_resources()
         admin.create_topic(TOPIC, partitions=self.config.partitions)
+        if self.config.txn_members:
+            admin.create_topic(TXN_TOPIC, partitions=self.config.txn_partitions)
         gateway = self._gateway()
         agent = self._agent()
         trail = KafkaClientTrail()
@@ -226,6 +243,7 @@ class Workload:
             self._thread(self._consume_rest, i, gateway.url)  # type: ignore[attr-defined]
             for i in range(self.config.rest_members)
         ]
+        members += [self._thread(self._transform, i, kafka) for i in range(self.config.txn_members)]
         monitor = self._thread(self._monitor)
         deadline = started + self.config.seconds
         while self.sent < self.config.ops and time.monotonic() < deadline and not self.errors:
@@ -427,6 +445,10 @@ class Workload:
                 self.sent += len(sent)
         producer.flush(30)
 
+    @property
+    def _topics(self) -> list[str]:
+        return [TOPIC, TXN_TOPIC] if self.config.txn_members else [TOPIC]
+
     def _compact(self, skew_ms: int) -> None:
         clock = SkewedClock(skew_ms) if skew_ms and self._on("clock-skew") else None
         log = self._log(faults=True, clock=clock, role="compactor")
@@ -438,7 +460,7 @@ class Workload:
         while not self.stop_compacting.is_set():
             try:
                 report = run_maintenance(
-                    log, [TOPIC], settings=settings, gc_min_age_ms=self.config.gc_min_age_ms
+                    log, self._topics, settings=settings, gc_min_age_ms=self.config.gc_min_age_ms
                 )
                 self.history.count(
                     "compaction swaps refused (fenced or raced)",
@@ -458,6 +480,13 @@ class Workload:
             if clock is not None:
                 self.history.count("skewed compactor runs")
             time.sleep(0.1)
+
+    def _transform(self, index: int, address: str) -> None:
+        n = self.config.txn_partitions
+        stopping, draining = self.stop_consuming, self.stop_producing
+        TxnMember(
+            index, address, TOPIC, n, self.history, draining, stopping, self.config.seed
+        ).run()
 
     def _consume(self, index: int) -> None:
         rng = random.Random(f"{self.config.seed}-member-{index}")
@@ -658,6 +687,8 @@ class Workload:
         log = self._log(faults=False)
         partitions = [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
         while not self.stop_consuming.is_set():
+            if self.config.txn_members:
+                sample_stable(log, self.history, self.config.txn_partitions)
             for group in self.groups:
                 found = log.groups.committed(group or GROUP, partitions)
                 for tp, value in found.items():
@@ -703,8 +734,19 @@ class Workload:
         }
         stale = collector.stale_objects(gc.horizon_ms)
         other_groups = {g: offsets for g, offsets in committed.items() if g}
+        transactions = None
+        if self.config.txn_members:
+            transactions = read_final(
+                admin, self.config.txn_partitions, dict(committed.get(TXN_GROUP, {}))
+            )
         return FinalState(
-            partitions, log_start, high_watermark, committed.get("", {}), stale, other_groups
+            partitions,
+            log_start,
+            high_watermark,
+            committed.get("", {}),
+            stale,
+            other_groups,
+            transactions,
         )
 
 
