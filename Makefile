@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-latency bench-costs clean
+.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-latency bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one.
@@ -34,12 +34,12 @@ run: install
 # the jobs beside them share the 2 CPUs well. All must pass. The PySpark 4.0 run of the Spark
 # tests is a matrix entry: make test-spark-4.0. `make pytest` runs the suite on one worker.
 BESIDE_THE_SUITE := test-emulators test-spark test-spark-3.5
-SPARK_TESTS := tests/e2e/test_spark.py
+SPARK_TESTS := tests/e2e/test_spark.py tests/e2e/test_spark_isolation.py
 test: install prereqs lint
 	@mkdir -p build
 	@($(MAKE) --no-print-directory $(BESIDE_THE_SUITE) > build/test-beside.log 2>&1; \
 		echo $$? > build/test-beside.status) & \
-	$(BIN)/python -m pytest -n 2 --dist loadfile --ignore=$(SPARK_TESTS); suite=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(addprefix --ignore=,$(SPARK_TESTS)); suite=$$?; \
 	wait; \
 	echo "==== make $(BESIDE_THE_SUITE), run beside the suite (whole output: build/test-beside.log)"; \
 	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-beside.log; \
@@ -132,7 +132,7 @@ test-spark: install prereqs
 	$(BIN)/python -m pytest -p no:cacheprovider $(SPARK_TESTS)
 
 test-spark-4.0: prereqs .venv-spark4.0/.installed-stamp
-	.venv-spark4.0/bin/python -m pytest -p no:cacheprovider tests/e2e/test_spark.py
+	.venv-spark4.0/bin/python -m pytest -p no:cacheprovider $(SPARK_TESTS)
 
 test-spark-3.5: prereqs .venv-spark3.5/.installed-stamp
 	.venv-spark3.5/bin/python -m pytest -p no:cacheprovider -m spark35 tests/e2e/test_spark35.py
@@ -239,6 +239,11 @@ bench-kafka: install
 bench-schemas: install
 	$(BIN)/python -m bench.schemas --dynamodb $(DYNAMODB)
 	$(BIN)/python -m bench.typed_tables --dynamodb $(DYNAMODB)
+
+# Transactions: requests and dollars per transaction, a consume-transform-produce loop against
+# flush + commit, read_committed catch-up against read_uncommitted; ~2 minutes (docs/benchmarks.md).
+bench-transactions: install
+	$(BIN)/python -m bench.transactions --dynamodb $(DYNAMODB)
 
 # Latency on AWS, modelled (not measured): the produce path's requests replayed with published
 # S3 and DynamoDB latencies, each cited (docs/benchmarks.md); no endpoint, a few seconds.
