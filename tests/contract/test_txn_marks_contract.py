@@ -183,3 +183,28 @@ def test_a_transactional_batch_lands_only_inside_its_open_transaction(stores: It
     assert m.commit(batch(0)).duplicate  # a retry after the commit marker: its first answer
     with pytest.raises(InvalidTxnState):  # the next batch needs a new transaction
         m.commit(batch(2))
+
+
+def test_a_marker_at_the_first_offset_its_caller_knows_or_a_wrong_one(stores: ItemStores) -> None:
+    """write_marker's first hint (the offset open_transaction answered): right, the marker is
+    written as without it; wrong, or for a transaction no longer open, the head decides."""
+    from objectlog.format.index import place
+
+    m = stores.metadata
+    t = created(stores, topic())
+    m.commit(commit(t, pid=None))  # 0-2
+    first = open_txn(stores, "k1")
+    assert open_txn(stores, "k2") == first == 3
+
+    def hinted(producer: str, at: int) -> int | None:
+        return m.write_marker(
+            "t", 0, topic_id="id-t", producer=producer, epoch=0, commit=False, time_ms=9, first=at
+        )
+
+    assert hinted("k1", first) == 3
+    assert hinted("k2", 99) == 4  # wrong: read from the head, the same marker
+    assert hinted("k2", first) is None  # written already
+    head = m.get_head("t", 0)
+    assert head is not None and head.open_txns == {} and head.high_watermark == 5
+    ranges = aborted_ranges(place(head.tail_base, head.tail))
+    assert [(a.producer, a.first_offset) for a in ranges] == [("k1", 3), ("k2", 3)]

@@ -40,11 +40,7 @@ def txlog(clocked_log: ObjectLog) -> Iterator[ObjectLog]:
 
 
 def coordinator(log: ObjectLog, offsets: AppliedOffsets | None = None) -> TransactionCoordinator:
-    def topic_id(name: str) -> str | None:
-        found = log.metadata.get_topic(name)
-        return found.topic_id if found is not None else None
-
-    markers = PartitionMarkers(log.metadata, topic_id, log.clock)
+    markers = PartitionMarkers(log.metadata, log._topic_id, log.clock)
     return TransactionCoordinator(
         log.items.transactions,
         log.clock,

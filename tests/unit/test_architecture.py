@@ -17,6 +17,7 @@ LAYERS = {
     "objectlog.clock": 0,
     "objectlog.config": 0,
     "objectlog.cache": 0,
+    "objectlog.fan_out": 0,
     "objectlog.format": 0,
     "objectlog.adapters": 1,
     "objectlog.stores": 2,

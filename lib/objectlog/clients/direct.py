@@ -305,9 +305,11 @@ class ObjectLog:
             )
         return self._transactions
 
-    def _topic_id(self, name: str) -> str | None:
-        found = self.metadata.get_topic(name)
-        return found.topic_id if found is not None else None
+    def _topic_id(self, name: str, fresh: bool = True) -> str | None:
+        try:
+            return self.topic(name, fresh=fresh).topic_id
+        except TopicNotFound:
+            return None
 
     @property
     def schema_registry(self) -> SchemaRegistry:

@@ -32,6 +32,7 @@ start again from 0 and no batch of the aborted transaction can land later.
 from __future__ import annotations
 
 import enum
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -55,7 +56,12 @@ from objectlog.groups.coordinator import GroupCoordinator
 from objectlog.services.append import AppendOutcome, StagedFlush
 from objectlog.services.transactions import TransactionCoordinator
 from objectlog.stores.metadata import KafkaSequence, kafka_producer
-from objectlog.stores.transactions import PendingOffset, check_transactional_id, offsets_mark
+from objectlog.stores.transactions import (
+    PendingOffset,
+    Transaction,
+    check_transactional_id,
+    offsets_mark,
+)
 
 
 class TransactionalHost(ProducerHost, Protocol):
@@ -108,6 +114,8 @@ class TransactionalProducer(Producer):
         self._pid = -1
         self._epoch = -1
         self._kafka_sequences: dict[tuple[str, int], int] = {}
+        self._windows: dict[tuple[str, int], int] = {}  # each head's count of our batches
+        self._known: Transaction | None = None  # the item as the coordinator last answered
         self._added: set[tuple[str, int]] = set()
         self._groups_added: set[str] = set()
         self._txn_lock = threading.Lock()
@@ -154,10 +162,8 @@ class TransactionalProducer(Producer):
         if not pending:
             return
         try:
-            self._call(self.coordinator.add_offsets, meta.group_id)
-            self._groups_added.add(meta.group_id)
             self._call(
-                self.coordinator.txn_offset_commit,
+                self.coordinator.send_offsets,
                 meta.group_id,
                 pending,
                 lambda txn: self.groups.transactional.hold(
@@ -168,6 +174,7 @@ class TransactionalProducer(Producer):
                     generation=meta.generation,
                 ),
             )
+            self._groups_added.add(meta.group_id)
         except ObjectLogError as e:
             self._fail_transaction(e)
             raise
@@ -224,8 +231,10 @@ class TransactionalProducer(Producer):
                 except ObjectLogError as e:
                     self._fail_transaction(e)
             for batch in batches:
-                first = self._kafka_sequences.get((batch.topic.name, batch.partition), 0)
-                batch.kafka = KafkaSequence(self._epoch, first, first + batch.records - 1)
+                key = (batch.topic.name, batch.partition)
+                first = self._kafka_sequences.get(key, 0)
+                last = first + batch.records - 1
+                batch.kafka = KafkaSequence(self._epoch, first, last, self._windows.get(key))
                 batch.transactional = True
         outcomes = super()._commit(staged)
         for outcome in outcomes:
@@ -235,9 +244,14 @@ class TransactionalProducer(Producer):
     def _account(self, outcome: AppendOutcome) -> None:
         batch = outcome.batch
         assert batch.kafka is not None
+        key = (batch.topic.name, batch.partition)
         if outcome.error is None:
-            self._kafka_sequences[(batch.topic.name, batch.partition)] = batch.kafka.last + 1
+            self._kafka_sequences[key] = batch.kafka.last + 1
+            state = outcome.head.producers.get(self.producer_id or "") if outcome.head else None
+            if state is not None and state.window is not None:  # the next commit's condition
+                self._windows[key] = state.window.batches
             return
+        self._windows.pop(key, None)
         if isinstance(outcome.error, UnknownOutcome):
             self._unknown = True
         self._fail_transaction(outcome.error)
@@ -259,6 +273,8 @@ class TransactionalProducer(Producer):
         )
         if (txn.producer_id, txn.producer_epoch) != (self._pid, self._epoch):
             self._kafka_sequences.clear()  # a new epoch's sequences start at 0
+            self._windows.clear()
+        self._known = txn
         self._pid, self._epoch = txn.producer_id, txn.producer_epoch
         self.producer_id = kafka_producer(txn.producer_id)
         self._unknown = False
@@ -269,8 +285,21 @@ class TransactionalProducer(Producer):
         self._phase = TxnPhase.READY
 
     def _call(self, method: Callable[..., Any], *args: Any) -> Any:
-        """A coordinator call for this producer's transactional id, producer id and epoch."""
-        return self._retried(method, self.transactional_id, self._pid, self._epoch, *args)
+        """A coordinator call for this producer's transactional id, producer id and epoch,
+        on the item as it last answered (no read unless another wrote it since)."""
+        try:
+            txn = self._retried(
+                functools.partial(method, known=self._known),
+                self.transactional_id,
+                self._pid,
+                self._epoch,
+                *args,
+            )
+        except ObjectLogError:
+            self._known = None  # read it afresh next time
+            raise
+        self._known = txn
+        return txn
 
     def _retried(self, method: Callable[..., Any], *args: Any) -> Any:
         for attempt in range(RETRIES):

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from objectlog.clock import Clock
 from objectlog.errors import CommitFailed
+from objectlog.fan_out import fan_out
 from objectlog.stores.groups import GroupStore, OffsetItem, TopicPartition
 
 Pending = Callable[[str, str], bool]  # (mark, group) -> the marking transaction has not ended
@@ -51,12 +52,15 @@ class TransactionalOffsets:
         wanted = sorted(TopicPartition(*tp) for tp in partitions)
         if member_id is None:
             self.track(group, {tp.topic for tp in wanted})
-        for tp in wanted:
+
+        def hold_one(tp: TopicPartition) -> None:
             old = self.store.hold_pending(
                 group, tp, mark, member_id=member_id, generation=generation
             )
             if old is not None:
                 raise CommitFailed(fenced_message(group, tp, old, member_id, generation))
+
+        fan_out(hold_one, wanted)
 
     def settle(
         self,

@@ -22,8 +22,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from objectlog.cache import LruCache
 from objectlog.clock import Clock
 from objectlog.errors import ObjectLogError, TopicNotFound
+from objectlog.fan_out import fan_out
 from objectlog.groups.coordinator import GroupCoordinator
 from objectlog.stores.metadata import MetadataStore, kafka_producer
 from objectlog.stores.transactions import (
@@ -37,7 +39,9 @@ from objectlog.stores.transactions import (
 if TYPE_CHECKING:
     from objectlog.services.transactions import TransactionCoordinator
 
-TopicIds = Callable[[str], str | None]  # a topic's id, None if it does not exist
+# A topic's id, None if it does not exist: from a short-lived cache, or read afresh (fresh)
+TopicIds = Callable[[str, bool], str | None]
+FIRSTS_KEPT = 10_000  # transactions' first offsets remembered per process (about 1 MB)
 logger = logging.getLogger(__name__)
 
 
@@ -46,37 +50,67 @@ class PartitionMarkers:
         self.metadata = metadata
         self.topic_ids = topic_ids
         self.clock = clock
+        # the first offsets this process opened transactions at, so its markers need no read
+        self.firsts: LruCache[tuple[str, int, str, int], int] = LruCache(FIRSTS_KEPT)
 
     def open_partitions(self, txn: Transaction, partitions: Iterable[TopicPartition]) -> None:
         """Open txn on each partition's head (its first offset: the head's next offset)."""
         producer = kafka_producer(txn.producer_id)
-        for topic, partition in sorted(partitions):
-            topic_id = self.topic_ids(topic)
-            if topic_id is None:
-                raise TopicNotFound(f"topic {topic!r} does not exist")
-            self.metadata.open_transaction(
-                topic, partition, topic_id=topic_id, producer=producer, epoch=txn.producer_epoch
-            )
+
+        def open_one(tp: TopicPartition) -> None:
+            def write(topic_id: str) -> None:
+                first = self.metadata.open_transaction(
+                    tp.topic,
+                    tp.partition,
+                    topic_id=topic_id,
+                    producer=producer,
+                    epoch=txn.producer_epoch,
+                )
+                self.firsts.put((tp.topic, tp.partition, producer, txn.producer_epoch), first)
+
+            if not self._on_head(tp.topic, write):
+                raise TopicNotFound(f"topic {tp.topic!r} does not exist")
+
+        fan_out(open_one, sorted(TopicPartition(*tp) for tp in partitions))
 
     def write_markers(self, txn: Transaction, commit: bool) -> None:
+        """A marker into each partition of txn; a partition whose topic is gone (deleted, or
+        recreated since) holds nothing of it and is passed over."""
         producer = kafka_producer(txn.producer_id)
         now = self.clock.now_ms()
-        for topic, partition in sorted(txn.partitions):
-            topic_id = self.topic_ids(topic)
-            if topic_id is None:
-                continue
-            try:
-                self.metadata.write_marker(
-                    topic,
-                    partition,
+
+        def mark_one(tp: TopicPartition) -> None:
+            first = self.firsts.get((tp.topic, tp.partition, producer, txn.producer_epoch))
+            self._on_head(
+                tp.topic,
+                lambda topic_id: self.metadata.write_marker(
+                    tp.topic,
+                    tp.partition,
                     topic_id=topic_id,
                     producer=producer,
                     epoch=txn.producer_epoch,
                     commit=commit,
                     time_ms=now,
-                )
+                    first=first,
+                ),
+            )
+
+        fan_out(mark_one, sorted(txn.partitions))
+
+    def _on_head(self, topic: str, write: Callable[[str], object]) -> bool:
+        """write(topic id) with the cached id, then once more with one read afresh if the
+        head knew another (the topic recreated since it was cached); False if the topic does
+        not exist (or no longer holds the head)."""
+        for fresh in (False, True):
+            topic_id = self.topic_ids(topic, fresh)
+            if topic_id is None:
+                return False
+            try:
+                write(topic_id)
+                return True
             except TopicNotFound:
-                continue  # deleted (or recreated) since: nothing of this transaction is left
+                continue
+        return False
 
 
 class GroupOffsets:
@@ -85,16 +119,20 @@ class GroupOffsets:
 
     def settle(self, txn: Transaction, commit: bool) -> None:
         mark = offsets_mark(txn)
-        for group, offsets in sorted(txn.offsets.items()):
-            settled = {
-                tp: (pending.offset, pending.metadata, pending.leader_epoch) if commit else None
-                for tp, pending in offsets.items()
-            }
-            passed = self.groups.transactional.settle(group, mark, settled)
-            if passed and commit:  # a plain commit came after the transaction's: it stays
-                logger.info(
-                    "transactional offsets of %s in %s not applied: committed since", passed, group
+        work = [
+            (group, tp, (o.offset, o.metadata, o.leader_epoch) if commit else None)
+            for group, offsets in sorted(txn.offsets.items())
+            for tp, o in sorted(offsets.items())
+        ]
+
+        def settle_one(item: tuple[str, TopicPartition, tuple[int, str, int] | None]) -> None:
+            group, tp, value = item
+            if self.groups.transactional.settle(group, mark, {tp: value}) and commit:
+                logger.info(  # a plain commit came after the transaction's: it stays
+                    "transactional offset of %s in %s not applied: committed since", tp, group
                 )
+
+        fan_out(settle_one, work)
 
 
 class OffsetsPending:

@@ -57,6 +57,7 @@ from objectlog.errors import (
     ObjectLogError,
     TransactionalIdNotFound,
 )
+from objectlog.fan_out import fan_out
 from objectlog.services.transaction_rules import (
     NO_PRODUCER,
     Expected,
@@ -213,6 +214,8 @@ class TransactionCoordinator:
         producer_id: int,
         epoch: int,
         partitions: Iterable[tuple[str, int]],
+        *,
+        known: Transaction | None = None,
     ) -> Transaction:
         """Add partitions to the transaction, beginning one (Ongoing, with its deadline) if
         none is, then open it on each partition (the opener). Partitions already in it write
@@ -221,6 +224,7 @@ class TransactionCoordinator:
         txn = self._producer_change(
             transactional_id,
             lambda t, now: joined(t, transactional_id, producer_id, epoch, now, partitions=added),
+            known,
         )
         if self.opener is not None:  # after the item lists them: a marker will close them
             self.opener.open_partitions(txn, added)
@@ -228,7 +232,13 @@ class TransactionCoordinator:
 
     @_logs_refusals("AddOffsetsToTxn")
     def add_offsets(
-        self, transactional_id: str, producer_id: int, epoch: int, group: str
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group: str,
+        *,
+        known: Transaction | None = None,
     ) -> Transaction:
         """Add the group to the transaction (beginning one if none is): its offsets may then
         be committed in it (txn_offset_commit)."""
@@ -236,6 +246,7 @@ class TransactionCoordinator:
         return self._producer_change(
             transactional_id,
             lambda t, now: joined(t, transactional_id, producer_id, epoch, now, groups=groups),
+            known,
         )
 
     @_logs_refusals("TxnOffsetCommit")
@@ -247,6 +258,8 @@ class TransactionCoordinator:
         group: str,
         offsets: Mapping[TopicPartition, PendingOffset],
         check_member: Callable[[Transaction], None],
+        *,
+        known: Transaction | None = None,
     ) -> Transaction:
         """Hold offsets for the group until the transaction ends (applied on commit, dropped
         on abort); a later offset for a partition replaces an earlier one. The group must be
@@ -259,11 +272,42 @@ class TransactionCoordinator:
             lambda t, _now: with_offsets(
                 t, transactional_id, producer_id, epoch, group, offsets, check_member
             ),
+            known,
         )
+
+    @_logs_refusals("send_offsets")
+    def send_offsets(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group: str,
+        offsets: Mapping[TopicPartition, PendingOffset],
+        check_member: Callable[[Transaction], None],
+        *,
+        known: Transaction | None = None,
+    ) -> Transaction:
+        """AddOffsetsToTxn and TxnOffsetCommit in one write of the item (the library's
+        send_offsets_to_transaction; a Kafka client sends them apart)."""
+        groups = frozenset((group,))
+
+        def rule(t: Transaction | None, now: int) -> Transaction:
+            t = joined(t, transactional_id, producer_id, epoch, now, groups=groups)
+            return with_offsets(
+                t, transactional_id, producer_id, epoch, group, offsets, check_member
+            )
+
+        return self._producer_change(transactional_id, rule, known)
 
     @_logs_refusals("EndTxn")
     def end_txn(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        *,
+        known: Transaction | None = None,
     ) -> Transaction:
         """Decide the Ongoing transaction (PrepareCommit or PrepareAbort), then complete it.
         EndTxn of the decision already taken (a retry) completes it if needed and succeeds;
@@ -271,6 +315,7 @@ class TransactionCoordinator:
         txn = self._producer_change(
             transactional_id,
             lambda t, _now: decided(t, transactional_id, producer_id, epoch, commit),
+            known,
         )
         return self._settle(txn) if txn.state.prepared else txn
 
@@ -316,18 +361,27 @@ class TransactionCoordinator:
 
     # ---- transitions -------------------------------------------------------------------
 
-    def _producer_change(self, transactional_id: str, rule: Rule) -> Transaction:
-        txn = self._change(transactional_id, rule)
+    def _producer_change(
+        self, transactional_id: str, rule: Rule, known: Transaction | None = None
+    ) -> Transaction:
+        txn = self._change(transactional_id, rule, known)
         assert txn is not None, "a producer's rule refuses a missing transaction"
         return txn
 
-    def _change(self, transactional_id: str, rule: Rule) -> Transaction | None:
+    def _change(
+        self, transactional_id: str, rule: Rule, known: Transaction | None = None
+    ) -> Transaction | None:
         """Apply rule to the live item (None: none) and write its answer conditional on the
         version read; the rule answering the item itself writes nothing. An Ongoing
-        transaction past its deadline is aborted and completed first."""
-        for _ in range(self.settings.attempts):
+        transaction past its deadline is aborted and completed first. known: the item as
+        its caller last saw it (the library's producer, which is the only writer of its id
+        while it is not fenced), taken instead of a read on the first attempt: a stale one
+        loses the write's condition and is read afresh."""
+        for attempt in range(self.settings.attempts):
             now = self.clock.now_ms()
-            stored = self.store.get(transactional_id)
+            stored = (
+                known if attempt == 0 and known is not None else self.store.get(transactional_id)
+            )
             live = self._live(stored, now)
             if live is not None and timed_out(live, now):
                 aborted = self._write(stored, fenced(live), now)
@@ -389,8 +443,9 @@ class TransactionCoordinator:
         a lost condition means another completer finished it (nothing else moves a decided
         transaction), so its record is the answer."""
         commit = txn.state is TxnState.PREPARE_COMMIT
-        self.markers.write_markers(txn, commit)
-        self.offsets.settle(txn, commit)
+        # at once: the offsets are the group's once the decision is taken, and read_committed
+        # readers of the outputs wait for the markers
+        fan_out(lambda end: end(txn, commit), (self.markers.write_markers, self.offsets.settle))
         done = dataclasses.replace(
             txn,
             state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,

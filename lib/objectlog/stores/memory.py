@@ -250,6 +250,7 @@ class MemoryMetadata:
         epoch: int,
         commit: bool,
         time_ms: int,
+        first: int | None = None,
     ) -> int | None:
         with self._lock:
             head = self._heads.get((topic, partition))

@@ -260,9 +260,12 @@ class HeadStore(Protocol):
         epoch: int,
         commit: bool,
         time_ms: int,
+        first: int | None = None,
     ) -> int | None:
         """Append the open transaction's commit or abort marker and close it; the marker's
-        offset, or None if that transaction is not open there. Raises TopicNotFound."""
+        offset, or None if that transaction is not open there. Raises TopicNotFound. first:
+        the transaction's first offset there if the caller knows it (open_transaction's
+        answer), which spares a store a read of the head; a wrong one is only slower."""
         ...
 
 

@@ -187,17 +187,22 @@ class TransactionMarks(HeadWrites):
         epoch: int,
         commit: bool,
         time_ms: int,
+        first: int | None = None,
     ) -> int | None:
-        """Read the head for the entry's first offset (an abort marker names it), then write
-        conditional on the entry as read; None if it is not open (the marker is written)."""
+        """Write conditional on the entry's first offset (an abort marker names it): the one
+        the caller knows, else read from the head (and read again when the write finds it
+        otherwise); None if it is not open (the marker is written)."""
         for _ in range(MARKER_ATTEMPTS):
-            head = self.get_head(topic, partition)
-            found = marker_to_write(
-                head, topic, partition, topic_id, producer, epoch, commit, time_ms
-            )
-            if found is None:
-                return None
-            ref, first = found
+            if first is not None:
+                ref = marker(commit, producer, first, time_ms)
+            else:
+                head = self.get_head(topic, partition)
+                found = marker_to_write(
+                    head, topic, partition, topic_id, producer, epoch, commit, time_ms
+                )
+                if found is None:
+                    return None
+                ref, first = found
             written = self.table.update(
                 self._head_at(topic, partition),
                 "SET tail = list_append(tail, :refs), #next = #next + :span REMOVE ot.#p, oe.#p",
@@ -217,6 +222,7 @@ class TransactionMarks(HeadWrites):
             if written.applied:
                 assert written.item is not None
                 return int(written.item["next"])
+            first = None  # not the entry the caller knew (or none): read the head
         raise ConcurrentTransactions(f"{topic}/{partition}: its head kept changing; retry")
 
     def _head_from(
