@@ -106,6 +106,7 @@ def test_offsets_route(api: str) -> None:
     assert requests.get(f"{api}/topics/t/partitions/0/offsets").json() == {
         "earliest": 0,
         "latest": 3,
+        "last_stable_offset": 3,
         "timestamp": None,
         "offset": None,
     }

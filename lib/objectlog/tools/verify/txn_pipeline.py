@@ -47,7 +47,7 @@ TXN_GROUP = "verify-txn-group"
 # the embedded server (up to 16 s measured), so few expire; the drain does not wait for it
 # (TxnMember._fence).
 TXN_TIMEOUT_MS = 30_000
-# Of transactions, aborted on purpose and abandoned mid-transaction; the first instance's
+# Of transactions, aborted on purpose and abandoned mid-transaction; the first member's
 # second transaction aborts and its third crashes, so a short run has both.
 ABORT_SHARE = 0.1
 CRASH_SHARE = 0.02
@@ -86,6 +86,7 @@ class TxnMember:
         self.rng = random.Random(f"{seed}-txn-member-{index}")
         self.ownership = 0  # bumped at every assignment change and rewind (checker.Poll)
         self.abandoned: list[Any] = []
+        self.begun = 0  # transactions begun by this member's instances
 
     def run(self) -> None:
         number = 0
@@ -167,8 +168,9 @@ class TxnMember:
             records = tuple((m.partition(), m.offset(), m.value()) for m in messages)
             self.history.add_poll(Poll(name, self.ownership, records, group=TXN_GROUP))
             serial += 1
-            first = name.endswith("-1") and self.index == 0
-            planned = {2: "abort", 3: "crash"}.get(serial, "") if first else ""
+            self.begun += 1  # across instances: one that failed early plans nothing away
+            first = self.index == 0
+            planned = {2: "abort", 3: "crash"}.get(self.begun, "") if first else ""
             ended = self._transaction(
                 producer, consumer, f"t{name[4:]}.{serial}", messages, planned
             )
