@@ -44,6 +44,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -410,8 +411,43 @@ class Pipeline:
         return seconds
 
 
+def write_concurrency(log: ObjectLog, samples: int = 50) -> str:
+    """What the endpoint does with independent writes at once (why the pipeline costs what
+    its writes cost here): one UpdateItem, four of other items in a row, four at once."""
+    table = log.metadata.table  # type: ignore[attr-defined]
+
+    def write(i: int) -> None:
+        table.update(
+            {"pk": f"bench-probe#{i}", "sk": "x"},
+            "SET n = if_not_exists(n, :z) + :one",
+            condition="attribute_not_exists(pk) OR attribute_exists(pk)",
+            values={":z": 0, ":one": 1},
+            repeatable=True,
+            what="UpdateItem probe",
+        )
+
+    one, in_a_row, at_once = [], [], []
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(samples):
+            started = time.perf_counter()
+            write(0)
+            one.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            for i in range(4):
+                write(i)
+            in_a_row.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            list(pool.map(write, range(4)))
+            at_once.append(time.perf_counter() - started)
+    return (
+        f"endpoint writes: one UpdateItem {median(one) * 1000:.1f} ms, four in a row "
+        f"{median(in_a_row) * 1000:.1f} ms, four at once {median(at_once) * 1000:.1f} ms"
+    )
+
+
 def pipeline_part(endpoint: Endpoint, report: Report, inputs: int, rounds: int) -> None:
     log = connect(endpoint)
+    report.note(write_concurrency(log))
     batch = records(inputs, 2)
     sides = {
         "txn": Pipeline(log, batch, transactional=True),
