@@ -11,8 +11,6 @@ tests/java/AdminChecks.java prints what the client sees, one fact a line.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,38 +20,20 @@ import pytest
 
 from objectlog import ObjectLog
 from objectlog.kafka.server import AgentThread
+from tests.java_programs import compile_program, run_program
 from tests.kafka_agent_config import agent_config
 
-ROOT = Path(__file__).resolve().parents[2]
-JARS = Path(os.environ.get("OBJECTLOG_KAFKA_JAVA_JARS", ROOT / "build" / "kafka-java"))
-SOURCE = ROOT / "tests" / "java" / "AdminChecks.java"
 TOPIC, PARTITIONS = "java-events", 4
 
 
 @pytest.fixture(scope="module")
 def checks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """AdminChecks compiled once against the jars; a missing jar fails loudly."""
-    if not (JARS / "kafka-clients.jar").exists():
-        pytest.fail(f"kafka-clients.jar is not in {JARS}: run `make kafka-java` first")
-    classes = tmp_path_factory.mktemp("java-classes")
-    subprocess.run(
-        ["javac", "-cp", f"{JARS}/*", "-d", str(classes), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return classes
+    """AdminChecks compiled once against the jars (tests.java_programs)."""
+    return compile_program("AdminChecks", tmp_path_factory.mktemp("java-classes"))
 
 
 def admin_checks(classes: Path, address: str, *args: str) -> list[str]:
-    done = subprocess.run(
-        ["java", "-cp", f"{classes}:{JARS}/*", "AdminChecks", address, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    return run_program(classes, "AdminChecks", address, *args)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ line; each check runs in one JVM while this module's one agent serves them all. 
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,28 +20,18 @@ import pytest
 from objectlog import ObjectLog
 from objectlog.config import Config
 from objectlog.kafka.server import AgentThread
-from tests.functional.test_kafka_java import JARS, ROOT
+from tests.java_programs import compile_program, run_program
 from tests.kafka_agent_config import agent_config
 
 pytestmark = pytest.mark.kafka_java_txn
 
-SOURCE = ROOT / "tests" / "java" / "TxnChecks.java"
 TOPICS = ("j-a", "j-b", "j-in", "j-out", "j-fence", "j-timeout")
 
 
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """TxnChecks compiled once against the jars; a missing jar fails loudly."""
-    if not (JARS / "kafka-clients.jar").exists():
-        pytest.fail(f"kafka-clients.jar is not in {JARS}: run `make kafka-java` first")
-    out = tmp_path_factory.mktemp("java-txn-classes")
-    subprocess.run(
-        ["javac", "-cp", f"{JARS}/*", "-d", str(out), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return out
+    """TxnChecks compiled once against the jars (tests.java_programs)."""
+    return compile_program("TxnChecks", tmp_path_factory.mktemp("java-txn-classes"))
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +48,7 @@ def agent(aws_endpoint: str) -> Iterator[AgentThread]:
 
 
 def txn_checks(classes: Path, address: str, *args: str) -> list[str]:
-    done = subprocess.run(
-        ["java", "-cp", f"{classes}:{JARS}/*", "TxnChecks", address, *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done.stdout.splitlines()
+    return run_program(classes, "TxnChecks", address, *args)
 
 
 def test_committed_transactions_are_read_whole_and_aborted_ones_never(

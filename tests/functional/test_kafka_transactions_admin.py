@@ -10,8 +10,6 @@ confluent-kafka 2.16's AdminClient has none of these calls."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,38 +23,20 @@ from kafka.admin._transactions import TransactionState
 
 from objectlog import ObjectLog
 from objectlog.kafka.server import AgentThread
+from tests.java_programs import compile_program, run_program
 from tests.kafka_agent_config import agent_config
 
-ROOT = Path(__file__).resolve().parents[2]
-JARS = Path(os.environ.get("OBJECTLOG_KAFKA_JAVA_JARS", ROOT / "build" / "kafka-java"))
-SOURCE = ROOT / "tests" / "java" / "TxnAdminChecks.java"
 TOPIC, TXN_ID, TIMEOUT_MS = "txa", "txa-writer", 60_000
 
 
 @pytest.fixture(scope="module")
 def checks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """TxnAdminChecks compiled once against the jars; a missing jar fails loudly."""
-    if not (JARS / "kafka-clients.jar").exists():
-        pytest.fail(f"kafka-clients.jar is not in {JARS}: run `make kafka-java` first")
-    classes = tmp_path_factory.mktemp("java-classes")
-    subprocess.run(
-        ["javac", "-cp", f"{JARS}/*", "-d", str(classes), str(SOURCE)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    return classes
+    """TxnAdminChecks compiled once against the jars (tests.java_programs)."""
+    return compile_program("TxnAdminChecks", tmp_path_factory.mktemp("java-classes"))
 
 
 def java(classes: Path, address: str, *checks: str) -> list[str]:
-    done = subprocess.run(
-        ["java", "-cp", f"{classes}:{JARS}/*", "TxnAdminChecks", address, *checks],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    return run_program(classes, "TxnAdminChecks", address, *checks)
 
 
 @pytest.fixture
