@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from objectlog.adapters.dynamodb import DynamoTable
+from objectlog.stores.acls import AclStore
 from objectlog.stores.documents import DocumentStore, DynamoDocumentStore, MemoryDocumentStore
+from objectlog.stores.dynamo_acls import DynamoAclStore
 from objectlog.stores.dynamo_groups import DynamoGroupStore
 from objectlog.stores.dynamo_metadata import DynamoMetadata
 from objectlog.stores.dynamo_schemas import DynamoSchemaStore
@@ -28,6 +30,7 @@ class ItemStores:
     documents: DocumentStore
     schemas: SchemaStore
     transactions: TransactionStore
+    acls: AclStore
 
     @classmethod
     def dynamodb(cls, client: Any, table_name: str) -> ItemStores:
@@ -40,6 +43,7 @@ class ItemStores:
             DynamoDocumentStore(table),
             DynamoSchemaStore(table),
             DynamoTransactionStore(table),
+            DynamoAclStore(table),
         )
 
     @classmethod
@@ -49,6 +53,7 @@ class ItemStores:
             MemoryLeaseStore,
             MemoryMetadata,
         )
+        from objectlog.stores.memory_acls import MemoryAclStore
         from objectlog.stores.memory_groups import MemoryGroupStore
         from objectlog.stores.memory_schemas import MemorySchemaStore
         from objectlog.stores.memory_transactions import MemoryTransactionStore
@@ -61,4 +66,5 @@ class ItemStores:
             MemoryDocumentStore(),
             MemorySchemaStore(),
             MemoryTransactionStore(),
+            MemoryAclStore(),
         )
