@@ -5,6 +5,7 @@ skips authentication is closed; users are managed with `objectlog users`."""
 from __future__ import annotations
 
 import datetime
+import logging
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -203,3 +204,34 @@ def test_a_version_0_sasl_handshake_is_answered_unsupported_and_closed(log: Obje
         assert response.error_code == ErrorCode.none
     finally:
         running.stop()
+
+
+def test_an_acl_change_is_logged_with_the_signed_in_principal(
+    agent: AgentThread, certificate: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Who changed an ACL is the connection's SCRAM user (issue 37), not User:ANONYMOUS."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    cert, _ = certificate
+    admin = AdminClient(confluent_options(agent, cert, "alice", "wonderland"))
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        TOPIC,
+        ResourcePatternType.LITERAL,
+        "User:bob",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    with caplog.at_level(logging.INFO, logger="objectlog.kafka.acls"):
+        for future in admin.create_acls([binding]).values():
+            future.result(timeout=30)
+    changes = [r.getMessage() for r in caplog.records if r.name == "objectlog.kafka.acls"]
+    assert any("by User:alice" in m and "User:bob" in m for m in changes), changes

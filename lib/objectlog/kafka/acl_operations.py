@@ -92,6 +92,9 @@ REQUIRED: dict[int, tuple[Requirement, ...]] = {
         req(O.READ, G, REFUSE),
         req(O.READ, T, EACH),
     ),
+    29: (req(O.DESCRIBE, C, REFUSE),),  # DescribeAcls
+    30: (req(O.ALTER, C, REFUSE),),  # CreateAcls
+    31: (req(O.ALTER, C, REFUSE),),  # DeleteAcls
     32: (  # DescribeConfigs
         req(O.DESCRIBE_CONFIGS, T, EACH),
         req(O.DESCRIBE_CONFIGS, C, EACH, "a broker's configs"),

@@ -5,16 +5,35 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from objectlog.clients.direct import ObjectLog
+from objectlog.format.acls import ANONYMOUS
 from objectlog.kafka.topic_ids import TopicNames
 from objectlog.kafka.topic_ids import topic_uuid as topic_uuid  # where handlers find it
+from objectlog.services.acl_cache import AclCache
 
 T = TypeVar("T")
+
+# The principal of the connection the request being answered came on, for the request's own
+# task (each request is answered in a task of its own, which copies its connection's
+# context): ``User:<SCRAM user>``, or User:ANONYMOUS on a connection that did not
+# authenticate. The server sets it before a handler runs (principal_of).
+PRINCIPAL: ContextVar[str] = ContextVar("objectlog_kafka_principal", default=ANONYMOUS)
+
+
+def principal_of(user: str | None) -> str:
+    """A connection's principal from its authenticated SCRAM user (None: unauthenticated)."""
+    return ANONYMOUS if user is None else f"User:{user}"
+
+
+def request_principal() -> str:
+    """The principal of the request being answered (PRINCIPAL)."""
+    return PRINCIPAL.get()
 
 
 @dataclass(frozen=True)
@@ -60,9 +79,13 @@ class ApiContext:
     log: ObjectLog
     broker: Broker
     topic_names: TopicNames = field(init=False)
+    # The agent's ACLs (loaded at the first lookup, not before); kafka.acls invalidates it
+    # after each change it makes.
+    acls: AclCache = field(init=False)
 
     def __post_init__(self) -> None:
         self.topic_names = TopicNames(self.log)
+        self.acls = AclCache(self.log.items.acls, self.log.clock)
 
     async def call(self, function: Callable[..., T], *args: Any) -> T:
         """A library call (synchronous) on a worker thread, never on the event loop."""

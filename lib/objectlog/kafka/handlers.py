@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
 from objectlog.kafka import operations
+from objectlog.kafka.acls import AclsApi
 from objectlog.kafka.admin import AdminApi
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE  # per connection
 from objectlog.kafka.cluster_admin import ClusterAdminApi
@@ -50,6 +51,7 @@ ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS, ELECT_LEADERS = 34, 35, 43
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
 DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 65, 66
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 SUPPORTED: dict[int, tuple[int, int]] = {
     SASL_HANDSHAKE: (0, 1),  # v0 advertised, not served: librdkafka 2.10 needs it (auth.py)
     SASL_AUTHENTICATE: (0, 2),
@@ -94,6 +96,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     DESCRIBE_PRODUCERS: (0, 0),  # KIP-664, as Kafka 3.9 (kafka/transactions_admin.py)
     DESCRIBE_TRANSACTIONS: (0, 0),
     LIST_TRANSACTIONS: (0, 1),  # v1: KIP-994's duration filter
+    DESCRIBE_ACLS: (1, 3),  # Kafka 3.9 offers 0-3; kio has no v0, which Kafka 4.0 removed
+    CREATE_ACLS: (1, 3),
+    DELETE_ACLS: (1, 3),
 }
 
 
@@ -110,6 +115,7 @@ class Handlers:
         cluster = ClusterAdminApi(self.ctx)
         self.transactions = TransactionsApi(self.ctx, groups.member_check)
         txn_admin = TransactionsAdminApi(self.ctx)
+        acls = AclsApi(self.ctx)
         self.routes: dict[int, Callable[[Request], Any]] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
@@ -152,6 +158,9 @@ class Handlers:
             ALTER_REPLICA_LOG_DIRS: cluster.alter_replica_log_dirs,
             ALTER_PARTITION_REASSIGNMENTS: cluster.alter_partition_reassignments,
             LIST_PARTITION_REASSIGNMENTS: cluster.list_partition_reassignments,
+            DESCRIBE_ACLS: acls.describe_acls,
+            CREATE_ACLS: acls.create_acls,
+            DELETE_ACLS: acls.delete_acls,
         }
 
     def close(self) -> None:

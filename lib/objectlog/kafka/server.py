@@ -27,7 +27,7 @@ from typing import Any
 from objectlog.clients.direct import ObjectLog
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE, ConnectionAuth
 from objectlog.kafka.classic import INITIAL_REBALANCE_DELAY_MS
-from objectlog.kafka.context import Broker
+from objectlog.kafka.context import PRINCIPAL, Broker, principal_of
 from objectlog.kafka.handlers import OFFSET_COMMIT, PRODUCE, SUPPORTED, Handlers
 from objectlog.kafka.metrics import ApiMetrics, carries_error
 from objectlog.kafka.users import Users
@@ -223,7 +223,8 @@ class Agent:
                 values = await asyncio.to_thread(auth.handshake, request)
             elif request.api_key == SASL_AUTHENTICATE:
                 values = await asyncio.to_thread(auth.authenticate, request)
-            else:
+            else:  # each request is answered in its own task: the principal stays with it
+                PRINCIPAL.set(principal_of(auth.user if auth.authenticated else None))
                 values = await self.handlers.routes[request.api_key](request)
             if values is None:
                 return None

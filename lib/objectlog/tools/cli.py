@@ -35,6 +35,7 @@ from objectlog.format.topics import MAX_PARTITIONS
 from objectlog.groups import TopicPartition
 from objectlog.kafka.classic import DEV_INITIAL_REBALANCE_DELAY_MS, INITIAL_REBALANCE_DELAY_MS
 from objectlog.services.fetch import FetchRequest
+from objectlog.tools.acls_cli import acls
 from objectlog.tools.cli_errors import clear_errors
 from objectlog.tools.emulators.processes import EmulatorError
 from objectlog.tools.extras import require
@@ -112,6 +113,7 @@ def _log(ctx: click.Context) -> LogClient:
 
 main.add_command(schemas)
 main.add_command(transactions)
+main.add_command(acls)
 
 
 # ---- dev ---------------------------------------------------------------------------------
