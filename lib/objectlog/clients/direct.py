@@ -305,7 +305,7 @@ class ObjectLog:
             )
         return self._transactions
 
-    def _topic_id(self, name: str, fresh: bool = True) -> str | None:
+    def _topic_id(self, name: str, fresh: bool) -> str | None:
         try:
             return self.topic(name, fresh=fresh).topic_id
         except TopicNotFound:

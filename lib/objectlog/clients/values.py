@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from objectlog.services.isolation import READ_COMMITTED
+from objectlog.services.isolation import end_for
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Offsets:
 
     def end(self, isolation_level: str) -> int:
         """Where a reader at this isolation level ends: Kafka's latest offset for it."""
-        return self.last_stable if isolation_level == READ_COMMITTED else self.latest
+        return end_for(isolation_level, self.latest, self.last_stable)
 
 
 @dataclass(frozen=True)

@@ -73,13 +73,16 @@ class TransactionalOffsets:
         mark (None: it aborted). The partitions whose mark was no longer the
         transaction's (a plain commit since wins, as in Kafka)."""
         now = self.clock.now_ms()
-        return [
-            tp
-            for tp, value in sorted(offsets.items())
-            if not self.store.settle_pending(
-                group, tp, mark, None if value is None else (*value, now)
-            )
-        ]
+        passed: list[TopicPartition] = []
+
+        def settle_one(item: tuple[TopicPartition, tuple[int, str, int] | None]) -> None:
+            tp, value = item
+            committed = None if value is None else (*value, now)
+            if not self.store.settle_pending(group, tp, mark, committed):
+                passed.append(tp)
+
+        fan_out(settle_one, sorted(offsets.items()))
+        return sorted(passed)
 
     def unstable(
         self, group: str, items: Mapping[TopicPartition, OffsetItem]

@@ -388,14 +388,14 @@ class GroupsApi:
         OffsetCommit must. member_id None: a commit that names no member (Kafka does not
         check it)."""
         classic = self.documents.read(DOCUMENT_KIND, group_id)[0] is not None
-        if member_id is not None and (classic or not member_id):
+        native = bool(member_id) and not classic  # a KIP-848 member (member_id "" is classic's)
+        if member_id is not None and not native:
             try:
                 code = self._commit_check(group_id, member_id, generation)
             except GroupError as e:
                 code = e.code
             if code != ErrorCode.none:
                 return code
-        native = member_id is not None and bool(member_id) and not classic
         try:
             self.ctx.log.groups.transactional.hold(
                 group_id,

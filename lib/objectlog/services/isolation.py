@@ -27,9 +27,14 @@ class PlacedRefs(Protocol):
     def placed_refs(self, head: PartitionHead, from_offset: int) -> Iterator[PlacedRef]: ...
 
 
+def end_for(isolation: str, high_watermark: int, last_stable_offset: int) -> int:
+    """Where a reader at this isolation level ends: Kafka's latest offset for it."""
+    return last_stable_offset if isolation == READ_COMMITTED else high_watermark
+
+
 def end_of(isolation: str, head: PartitionHead) -> int:
     """Where a fetch at this isolation level stops on the head."""
-    return head.last_stable_offset if isolation == READ_COMMITTED else head.next_offset
+    return end_for(isolation, head.next_offset, head.last_stable_offset)
 
 
 def committed_plan(

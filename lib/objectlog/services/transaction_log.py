@@ -31,7 +31,6 @@ from objectlog.stores.metadata import MetadataStore, kafka_producer
 from objectlog.stores.transactions import (
     TopicPartition,
     Transaction,
-    TxnState,
     marking_id,
     offsets_mark,
 )
@@ -119,20 +118,16 @@ class GroupOffsets:
 
     def settle(self, txn: Transaction, commit: bool) -> None:
         mark = offsets_mark(txn)
-        work = [
-            (group, tp, (o.offset, o.metadata, o.leader_epoch) if commit else None)
-            for group, offsets in sorted(txn.offsets.items())
-            for tp, o in sorted(offsets.items())
-        ]
-
-        def settle_one(item: tuple[str, TopicPartition, tuple[int, str, int] | None]) -> None:
-            group, tp, value = item
-            if self.groups.transactional.settle(group, mark, {tp: value}) and commit:
-                logger.info(  # a plain commit came after the transaction's: it stays
-                    "transactional offset of %s in %s not applied: committed since", tp, group
+        for group, offsets in sorted(txn.offsets.items()):
+            settled = {
+                tp: (o.offset, o.metadata, o.leader_epoch) if commit else None
+                for tp, o in offsets.items()
+            }
+            passed = self.groups.transactional.settle(group, mark, settled)
+            if passed and commit:  # a plain commit came after the transaction's: it stays
+                logger.info(
+                    "transactional offsets of %s in %s not applied: committed since", passed, group
                 )
-
-        fan_out(settle_one, work)
 
 
 class OffsetsPending:
@@ -152,8 +147,5 @@ class OffsetsPending:
         except ObjectLogError:  # the completion failed: the decision stands, still pending
             return True
         return (
-            txn is not None
-            and txn.state in (TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
-            and group in txn.groups
-            and offsets_mark(txn) == mark
+            txn is not None and txn.state.open and group in txn.groups and offsets_mark(txn) == mark
         )

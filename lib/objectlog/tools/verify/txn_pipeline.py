@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from objectlog.clients.direct import ObjectLog
-from objectlog.services.isolation import READ_COMMITTED, READ_UNCOMMITTED
+from objectlog.services.isolation import READ_COMMITTED, READ_UNCOMMITTED, end_for
 from objectlog.tools.verify.history import (
     ABORTED,
     COMMITTED,
@@ -334,7 +334,7 @@ def read_isolated(log: ObjectLog, partition: int, start: int, isolation: str) ->
             TXN_TOPIC, partition, offset, max_bytes=1 << 20, isolation_level=isolation
         )
         rows += [(record.offset, record.value) for record in result.records]
-        end = result.last_stable_offset if isolation == READ_COMMITTED else result.high_watermark
+        end = end_for(isolation, result.high_watermark, result.last_stable_offset)
         if result.next_offset <= offset or result.next_offset >= end:
             return rows
         offset = result.next_offset
