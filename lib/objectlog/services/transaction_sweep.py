@@ -325,13 +325,10 @@ class TransactionSweep:
     def _replace(
         self, item: Transaction, new: Transaction, held: list[OpenEntry], report: SweepReport
     ) -> bool:
-        """new written over item, conditional on item's version and stamped as the
-        coordinator stamps a transition; False (logged) when the item moved meanwhile."""
-        record = dataclasses.replace(
-            new, version=item.version + 1, updated_ms=self.clock.now_ms(), expires_at_s=None
-        )
+        """new written over item as the coordinator writes a transition (conditional on
+        item's version); False (logged) when the item moved meanwhile."""
         try:
-            written = self.store.replace(record, item.version)
+            written = self.coordinator.write(item, new, self.clock.now_ms()) is not None
         except Exception:
             self._failed(held[0], report)
             return False

@@ -384,7 +384,7 @@ class TransactionCoordinator:
             )
             live = self._live(stored, now)
             if live is not None and timed_out(live, now):
-                aborted = self._write(stored, fenced(live), now)
+                aborted = self.write(stored, fenced(live), now)
                 if aborted is not None:
                     logger.info(
                         "transactional id %r: transaction of producer %d epoch %d timed out "
@@ -400,15 +400,17 @@ class TransactionCoordinator:
             if new is live:
                 return live
             assert new is not None
-            written = self._write(stored, new, now)
+            written = self.write(stored, new, now)
             if written is not None:
                 return written
         raise ConcurrentTransactions(
             f"transactional id {transactional_id!r} changed under {self.settings.attempts} attempts"
         )
 
-    def _write(self, stored: Transaction | None, new: Transaction, now: int) -> Transaction | None:
-        """new, stamped and written conditional on stored's version; None if it moved."""
+    def write(self, stored: Transaction | None, new: Transaction, now: int) -> Transaction | None:
+        """new, stamped as a transition (version, update time, the TTL once settled) and
+        written conditional on stored's version; None if it moved: every transition of the
+        coordinator, and the sweep's decisions over leftover entries."""
         record = dataclasses.replace(
             new,
             version=(stored.version if stored is not None else 0) + 1,
@@ -455,7 +457,7 @@ class TransactionCoordinator:
             offsets={},
         )
         now = self.clock.now_ms()
-        written = self._write(txn, done, now)
+        written = self.write(txn, done, now)
         if written is not None:
             return written
         current = self._live(self.store.get(txn.transactional_id), now)
