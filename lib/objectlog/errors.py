@@ -10,6 +10,7 @@ class ErrorKind(Enum):
 
     INVALID = 400
     UNAUTHENTICATED = 401
+    FORBIDDEN = 403
     UNPROCESSABLE = 422
     NOT_FOUND = 404
     NOT_ACCEPTABLE = 406
@@ -480,6 +481,13 @@ class NotAuthenticated(ObjectLogError):
     """The request's credentials are missing, malformed or wrong (basic auth, a bearer token)."""
 
     kind = ErrorKind.UNAUTHENTICATED
+
+
+class NotAuthorized(ObjectLogError):
+    """The ACLs refuse the principal the operation on the resource (services.access decided);
+    the message names all three (http.access.refusal); nothing was read or changed."""
+
+    kind = ErrorKind.FORBIDDEN
 
 
 class IssuerUnavailable(ObjectLogError):

@@ -40,3 +40,10 @@ def test_kafkas_produce_and_consume_requirements() -> None:
     commit = {(n.operation, n.resource) for n in REQUIRED[8]}
     assert commit == {(Operation.READ, ResourceType.GROUP), (Operation.READ, ResourceType.TOPIC)}
     assert {n.shown for n in REQUIRED[3]} == {Shown.FILTER, Shown.EACH}  # Metadata filters
+
+
+def test_every_api_offered_has_a_guard() -> None:
+    """kafka.guards authorizes every API the agent offers (the no-bypass test sends each)."""
+    from objectlog.kafka.guards import GUARDS
+
+    assert set(GUARDS) == set(SUPPORTED)

@@ -362,14 +362,14 @@ def test_every_change_is_logged_with_the_connections_principal(
 def test_a_change_invalidates_the_agents_acl_cache(ctx: ApiContext) -> None:
     """The agent sees its own change at its next lookup, not after the cache's refresh
     interval (the clock never moves here)."""
-    assert ctx.acls.bindings_for(ResourceType.TOPIC, "orders") == ()  # loaded, empty
+    assert ctx.access.cache.bindings_for(ResourceType.TOPIC, "orders") == ()  # loaded, empty
     create(ctx, SEVERAL[0])
-    assert [b.principal for b in ctx.acls.bindings_for(ResourceType.TOPIC, "orders")] == [
+    assert [b.principal for b in ctx.access.cache.bindings_for(ResourceType.TOPIC, "orders")] == [
         "User:alice"
     ]
     ask(ctx, DELETE, 3, {"filters": [acl_filter()]})
-    assert ctx.acls.bindings_for(ResourceType.TOPIC, "orders") == ()
-    assert ctx.acls.reloads == 3
+    assert ctx.access.cache.bindings_for(ResourceType.TOPIC, "orders") == ()
+    assert ctx.access.cache.reloads == 3
 
 
 def test_the_table_unavailable_answers_each_creation_filter_and_describe_with_its_code(

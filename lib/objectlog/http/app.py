@@ -27,6 +27,7 @@ from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
 from objectlog.http import rest_proxy, schema_registry
 from objectlog.http.group_routes import groups_router
+from objectlog.http.principals import authenticated_principal
 from objectlog.http.rest_consumers import consumers_router
 from objectlog.http.routes import (
     FETCH,
@@ -242,13 +243,6 @@ def _lambda_json(status: int, body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def authorized_principal(event: dict[str, Any]) -> str | None:
-    """The principal a Lambda authorizer put in the request's context, if one did."""
-    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
-    principal = (authorizer.get("lambda") or {}).get("principal")
-    return str(principal) if principal is not None else None
-
-
 def lambda_handler(
     function: str, log_factory: Callable[[], ObjectLog] = ObjectLog.connect
 ) -> Callable[..., Any]:
@@ -262,8 +256,8 @@ def lambda_handler(
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_metadata(key="function", value=function)
         started = time.perf_counter()
-        # the caller the route's authorizer named (functions.authorize), on every log line
-        principal = authorized_principal(event)
+        # the caller the route's authorizer named (http.principals), on every log line
+        principal = authenticated_principal(event)
         logger.append_keys(principal=principal)
         if schema_registry.is_schema_registry(str(event.get("rawPath") or "")):
             event = {**event, "rawPath": schema_registry.routable_path(event["rawPath"])}

@@ -28,6 +28,7 @@ from objectlog.errors import (
 from objectlog.format.records import check_key, check_record_size, record_size
 from objectlog.format.segment import HEADER_TYPE
 from objectlog.format.topics import PartitionInfo, TopicDescription, validate_topic_name
+from objectlog.http.access import HttpAccess
 from objectlog.http.idempotency import HEADER as IDEMPOTENCY_HEADER
 from objectlog.http.idempotency import IdempotentRunner, Landed, Outcome, Produce
 from objectlog.http.models import (
@@ -137,6 +138,14 @@ class Services:
     _producer: Producer | None = None
     _idempotency: IdempotentRunner | None = None
     _consumer_instances: ConsumerInstances | None = None
+    _access: HttpAccess | None = None
+
+    @property
+    def access(self) -> HttpAccess:
+        """Authorization by ACLs (http.access), built once per container."""
+        if self._access is None:
+            self._access = HttpAccess(lambda: self.log)
+        return self._access
 
     @property
     def log(self) -> ObjectLog:

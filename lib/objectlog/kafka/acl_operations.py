@@ -49,9 +49,8 @@ def req(operation: Operation, resource: ResourceType, shown: Shown, when: str = 
 
 # API key -> what Kafka's broker checks, in the order it checks them.
 REQUIRED: dict[int, tuple[Requirement, ...]] = {
-    0: (  # Produce
+    0: (  # Produce (since Kafka 3.0 no IDEMPOTENT_WRITE check: InitProducerId has it)
         req(O.WRITE, X, REFUSE, "a transactional batch: its transactional id"),
-        req(O.IDEMPOTENT_WRITE, C, REFUSE, "an idempotent batch (WRITE on a topic implies it)"),
         req(O.WRITE, T, EACH),
     ),
     1: (req(O.READ, T, EACH),),  # Fetch (CLUSTER_ACTION for followers: there are none)

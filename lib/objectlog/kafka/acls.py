@@ -182,7 +182,7 @@ class AclsApi:
             log.warning("CreateAcls from %s: %d bindings not stored: %s", who, len(bindings), e)
             return [_result(error_code(e), str(e)) for _ in bindings]
         finally:
-            self.ctx.acls.invalidate()  # even a failed call may have written some
+            self.ctx.access.cache.invalidate()  # even a failed call may have written some
         answers = []
         for done in creations:
             if done.error is not None:
@@ -238,7 +238,7 @@ class AclsApi:
             log.warning("DeleteAcls from %s: %d filters not applied: %s", who, len(filters), e)
             return [{**_result(error_code(e), str(e)), "matching_acls": []} for _ in filters]
         finally:
-            self.ctx.acls.invalidate()
+            self.ctx.access.cache.invalidate()
         for b in sorted({b for bindings in removed for b in bindings}):
             log.info("ACL deleted by %s: %s", who, describe_binding(b))
         return [

@@ -15,7 +15,8 @@ from objectlog.clients.direct import ObjectLog
 from objectlog.format.acls import ANONYMOUS
 from objectlog.kafka.topic_ids import TopicNames
 from objectlog.kafka.topic_ids import topic_uuid as topic_uuid  # where handlers find it
-from objectlog.services.acl_cache import AclCache
+from objectlog.services.access import OFF as access_off
+from objectlog.services.access import AccessControl, AccessSettings, Emit
 
 T = TypeVar("T")
 
@@ -78,14 +79,22 @@ class Broker:
 class ApiContext:
     log: ObjectLog
     broker: Broker
+    access_settings: AccessSettings = access_off
+    refusals_to: Emit | None = None  # where refusals' EMF lines go (services.access)
     topic_names: TopicNames = field(init=False)
-    # The agent's ACLs (loaded at the first lookup, not before); kafka.acls invalidates it
-    # after each change it makes.
-    acls: AclCache = field(init=False)
+    # The agent's authorization: its ACLs are loaded at the first decision, not before (none
+    # with authorization off); kafka.acls invalidates them after each change it makes.
+    access: AccessControl = field(init=False)
 
     def __post_init__(self) -> None:
         self.topic_names = TopicNames(self.log)
-        self.acls = AclCache(self.log.items.acls, self.log.clock)
+        self.access = AccessControl(
+            self.log.items.acls,
+            self.log.clock,
+            self.access_settings,
+            door="kafka",
+            emit=self.refusals_to,
+        )
 
     async def call(self, function: Callable[..., T], *args: Any) -> T:
         """A library call (synchronous) on a worker thread, never on the event loop."""

@@ -17,11 +17,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from objectlog.clients.direct import ObjectLog
-from objectlog.errors import ObjectLogError
-from objectlog.kafka import operations
+from objectlog.errors import ObjectLogError, TopicNotFound
+from objectlog.format.acls import CLUSTER_NAME, ResourceType
 from objectlog.kafka.acls import AclsApi
 from objectlog.kafka.admin import AdminApi
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE  # per connection
+from objectlog.kafka.authorizer import TOPIC_FAILED, Gate
 from objectlog.kafka.cluster_admin import ClusterAdminApi
 from objectlog.kafka.configs import ConfigsApi
 from objectlog.kafka.consumer_protocol import ConsumerProtocolApi
@@ -30,12 +31,15 @@ from objectlog.kafka.errors import error_code
 from objectlog.kafka.fetch import FetchApi
 from objectlog.kafka.group_admin import GroupAdminApi
 from objectlog.kafka.groups import GroupsApi
+from objectlog.kafka.guards import guard_routes
 from objectlog.kafka.produce import ProduceApi
 from objectlog.kafka.records import RecordsApi
 from objectlog.kafka.topic_partitions import TopicPartitionsApi
 from objectlog.kafka.transactions import TransactionsApi
 from objectlog.kafka.transactions_admin import TransactionsAdminApi
 from objectlog.kafka.wire import Request
+from objectlog.services.access import OFF as access_off
+from objectlog.services.access import AccessSettings, Emit
 
 # API key: (lowest, highest) version offered. ApiVersions answers exactly this table.
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
@@ -105,8 +109,15 @@ SUPPORTED: dict[int, tuple[int, int]] = {
 class Handlers:
     """Every API the agent offers, by API key."""
 
-    def __init__(self, log: ObjectLog, broker: Broker, initial_rebalance_delay_ms: int) -> None:
-        self.ctx = ApiContext(log, broker)
+    def __init__(
+        self,
+        log: ObjectLog,
+        broker: Broker,
+        initial_rebalance_delay_ms: int,
+        access: AccessSettings = access_off,
+        refusals_to: Emit | None = None,
+    ) -> None:
+        self.ctx = ApiContext(log, broker, access, refusals_to)
         self.producing = ProduceApi(self.ctx)
         self.fetching = fetching = FetchApi(self.ctx)
         admin, groups = AdminApi(self.ctx), GroupsApi(self.ctx, initial_rebalance_delay_ms)
@@ -162,6 +173,8 @@ class Handlers:
             CREATE_ACLS: acls.create_acls,
             DELETE_ACLS: acls.delete_acls,
         }
+        if self.ctx.access.enabled:  # each API checks what Kafka's broker checks (guards)
+            self.routes = guard_routes(self.ctx, self.routes)
 
     def close(self) -> None:
         self.producing.close()
@@ -195,31 +208,38 @@ class Handlers:
             by_id = await self.ctx.names_by_id(t.topic_id for t in asked if t.name is None)
             found = (t.name or by_id.get(t.topic_id) for t in asked)
             names = [name for name in found if name is not None]
-        topic_operations = operations.authorized(
-            operations.TOPIC, getattr(request.body, "include_topic_authorized_operations", False)
-        )
+        gate = Gate.current(self.ctx.access)
+        bits = getattr(request.body, "include_topic_authorized_operations", False)
         # Kafka's auto.create.topics.enable: a topic asked for by name that does not exist is
         # created when the deployment allows it and the client does (always, before v4)
         create = asked is not None and getattr(request.body, "allow_auto_topic_creation", True)
-        topics = [await self._topic_metadata(name, topic_operations, create) for name in names]
+        topics = [await self._topic_metadata(name, gate, bits, create) for name in names]
         return {
             "throttle_time": 0,
             "brokers": [self.ctx.broker.as_node()],
             "cluster_id": self.ctx.broker.cluster_id,
             "controller_id": self.ctx.broker.node_id,
             "topics": topics,
-            "cluster_authorized_operations": operations.authorized(
-                operations.CLUSTER,
+            "cluster_authorized_operations": gate.bits(
+                ResourceType.CLUSTER,
+                CLUSTER_NAME,
                 getattr(request.body, "include_cluster_authorized_operations", False),
             ),
         }
 
     async def _topic_metadata(
-        self, name: str, authorized_operations: int, create: bool
+        self, name: str, gate: Gate, bits: bool, create: bool
     ) -> dict[str, Any]:
         log = self.ctx.log
         try:
-            topic = await self.ctx.call(log.topic_or_create if create else log.topic, name)
+            try:
+                topic = await self.ctx.call(log.topic, name)
+            except TopicNotFound:
+                if not create or not log.config.auto_create_topics:
+                    raise
+                if not gate.may_create_topic(name):  # CREATE on the cluster or the topic
+                    return {"error_code": TOPIC_FAILED, "name": name, "partitions": []}
+                topic = await self.ctx.call(log.topic_or_create, name)
         except ObjectLogError as e:
             return {"error_code": error_code(e), "name": name, "partitions": []}
         return {
@@ -228,5 +248,5 @@ class Handlers:
             "topic_id": topic_uuid(topic.topic_id),
             "is_internal": False,
             "partitions": [self.ctx.broker.leads(p) for p in range(topic.partitions)],
-            "topic_authorized_operations": authorized_operations,
+            "topic_authorized_operations": gate.bits(ResourceType.TOPIC, name, bits),
         }

@@ -26,6 +26,7 @@ from typing import Any
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE, ConnectionAuth
+from objectlog.kafka.authorizer import HOST
 from objectlog.kafka.classic import INITIAL_REBALANCE_DELAY_MS
 from objectlog.kafka.context import PRINCIPAL, Broker, principal_of
 from objectlog.kafka.handlers import OFFSET_COMMIT, PRODUCE, SUPPORTED, Handlers
@@ -40,6 +41,8 @@ from objectlog.kafka.wire import (
     read_frame,
     response_schema,
 )
+from objectlog.services.access import OFF as access_off
+from objectlog.services.access import AccessSettings, print_line
 
 logger = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 100 << 20  # Kafka's socket.request.max.bytes default
@@ -62,6 +65,9 @@ class AgentConfig:
     # How long a classic group that was Empty waits for more members before its first
     # rebalance completes (each joining member extends it, up to the rebalance timeout).
     initial_rebalance_delay_ms: int = INITIAL_REBALANCE_DELAY_MS
+    # Kafka ACLs: off unless enabled (services.access: OBJECTLOG_AUTHORIZER=acls, super users,
+    # allow.everyone.if.no.acl.found; docs/security.md)
+    access: AccessSettings = access_off
 
     @property
     def security_protocol(self) -> str:
@@ -108,7 +114,13 @@ class Agent:
             security_protocol=self.config.security_protocol,
             initial_rebalance_delay_ms=self.config.initial_rebalance_delay_ms,
         )
-        self.handlers = Handlers(self.log, broker, self.config.initial_rebalance_delay_ms)
+        self.handlers = Handlers(
+            self.log,
+            broker,
+            self.config.initial_rebalance_delay_ms,
+            self.config.access,
+            print_line if self.config.metrics_interval_s > 0 else None,
+        )
         if self.config.metrics_interval_s > 0:
             self._emitter = asyncio.create_task(self._emit_metrics())
         logger.debug(
@@ -153,6 +165,7 @@ class Agent:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else "*"
         this = asyncio.current_task()
         assert this is not None
         self.connections.add(this)
@@ -172,7 +185,7 @@ class Agent:
                     raise MalformedFrame(f"API {request.api_key} before authentication")
                 ordered = request.api_key in ORDERED_WRITES
                 after = previous.get(request.api_key if ordered else PRODUCE)
-                task = asyncio.create_task(self._answer(request, after, auth))
+                task = asyncio.create_task(self._answer(request, after, auth, host))
                 if ordered:
                     previous[request.api_key] = task
                 await answers.put(task)
@@ -210,7 +223,11 @@ class Agent:
             await sender
 
     async def _answer(
-        self, request: Request, after: asyncio.Task[Any] | None, auth: ConnectionAuth
+        self,
+        request: Request,
+        after: asyncio.Task[Any] | None,
+        auth: ConnectionAuth,
+        host: str,
     ) -> bytes | None:
         if after is not None:  # writes on a connection apply in order
             with contextlib.suppress(Exception):
@@ -225,6 +242,7 @@ class Agent:
                 values = await asyncio.to_thread(auth.authenticate, request)
             else:  # each request is answered in its own task: the principal stays with it
                 PRINCIPAL.set(principal_of(auth.user if auth.authenticated else None))
+                HOST.set(host)
                 values = await self.handlers.routes[request.api_key](request)
             if values is None:
                 return None

@@ -114,9 +114,9 @@ class TransactionsAdminApi:
         try:  # the coordinator logs a refusal with its reason
             txn = self.ctx.log.transactions.describe(transactional_id)
         except InvalidRequest:  # empty or too long: no such id can hold a transaction
-            return _not_described(transactional_id, ErrorCode.transactional_id_not_found)
+            return not_described(transactional_id, ErrorCode.transactional_id_not_found)
         except ObjectLogError as e:
-            return _not_described(transactional_id, _coordinator_code(e))
+            return not_described(transactional_id, _coordinator_code(e))
         by_topic: dict[str, list[int]] = defaultdict(list)
         for topic, partition in sorted(txn.partitions):
             by_topic[topic].append(partition)
@@ -228,7 +228,7 @@ def _no_partition(topic: str, partition: int, reason: str) -> dict[str, Any]:
     return _partition(partition, ErrorCode.unknown_topic_or_partition, [], reason)
 
 
-def _not_described(transactional_id: str, code: ErrorCode) -> dict[str, Any]:
+def not_described(transactional_id: str, code: ErrorCode) -> dict[str, Any]:
     return {
         "error_code": code,
         "transactional_id": transactional_id,

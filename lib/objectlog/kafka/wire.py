@@ -180,5 +180,6 @@ def _zero(spec: Field[Any]) -> Any:
         "timedelta_i32": datetime.timedelta(0),
         "timedelta_i64": datetime.timedelta(0),
         "float64": 0.0,
+        "datetime_i64": datetime.datetime.fromtimestamp(0, tz=datetime.UTC),
     }
     return zeros.get(str(kafka_type), 0)

@@ -121,6 +121,10 @@ class AclCache:
         with self._lock:
             self._next_check_ms = 0
 
+    def due(self) -> bool:
+        """Whether the next lookup would read the store (the first load, or a check due)."""
+        return self._index is None or self._due(self.clock.now_ms())
+
     def refresh_if_due(self) -> bool:
         """Check the version if refresh_s has passed, reload on a change; True if reloaded.
         A lookup calls it; a process may also call it from a timer, off its request path."""

@@ -150,6 +150,14 @@ main.add_command(acls)
     help="the Schema Registry's routes require basic auth of `objectlog users` (or a bearer "
     "token of OBJECTLOG_JWT_ISSUER for OBJECTLOG_JWT_AUDIENCE), checked as deployed",
 )
+@click.option(
+    "--api-auth",
+    type=click.Choice(["iam", "jwt"]),
+    default=None,
+    help="the other routes require, as deployed, a SigV4 signature by credentials this "
+    "endpoint issued (iam: sts assume-role, iam create-access-key) or a bearer token of "
+    "OBJECTLOG_JWT_ISSUER for OBJECTLOG_JWT_AUDIENCE (jwt); default: no authentication",
+)
 @initial_rebalance_delay_option(DEV_INITIAL_REBALANCE_DELAY_MS)
 @num_partitions_option(1)
 @click.pass_context
@@ -167,6 +175,7 @@ def dev(
     emf: bool,
     log_aws: bool,
     registry_auth: bool,
+    api_auth: str | None,
     initial_rebalance_delay_ms: int,
     num_partitions: int,
 ) -> None:
@@ -195,6 +204,7 @@ def dev(
         initial_rebalance_delay_ms=initial_rebalance_delay_ms,
         num_partitions=num_partitions,
         registry_auth=registry_auth,
+        api_auth=api_auth,
     )
     stack = DevStack(options)
     try:

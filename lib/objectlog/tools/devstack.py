@@ -27,7 +27,7 @@ from typing import Any
 
 from objectlog.adapters.iceberg import GLUE
 from objectlog.clients.direct import ObjectLog
-from objectlog.config import Config
+from objectlog.config import DEFAULT_REGION, Config
 from objectlog.kafka.classic import DEV_INITIAL_REBALANCE_DELAY_MS
 from objectlog.tools.emulators.dynamodb_local import DynamoDBLocal
 from objectlog.tools.persistence import PersistenceError
@@ -54,6 +54,8 @@ class DevOptions:
     num_partitions: int = 1  # of a topic created by its first use
     # the Schema Registry's routes run the authorize function, as deployed (docs/schemas.md)
     registry_auth: bool = False
+    # the other routes need IAM (SigV4) or JWT authorization, verified as API Gateway does
+    api_auth: str | None = None  # "iam", "jwt" (tools.gateway.API_AUTH); None: open
 
 
 def console_line(text: str) -> None:
@@ -78,13 +80,15 @@ class DevStack:
 
     def start(self) -> DevStack:
         from objectlog.tools.embedded import EmbeddedAWS
-        from objectlog.tools.gateway import local_api
+        from objectlog.tools.gateway import api_authenticator, local_api
 
         options = self.options
         if options.registry_auth:  # its settings' mistakes now, not at the first request
             from objectlog.http.authentication import AuthSettings
 
             AuthSettings.from_env(os.environ)
+        if options.api_auth is not None:  # likewise: an unknown mode, JWT without an issuer
+            api_authenticator(options.api_auth, None, None, DEFAULT_REGION)
         data = self._prepare_data_dir()
         dynamodb_url = None
         if options.dynamodb == "local":
@@ -115,7 +119,11 @@ class DevStack:
         self.log.ensure_resources()
         log = self.log
         self.gateway = local_api(
-            lambda: log, request_log=self.echo, registry_auth=options.registry_auth
+            lambda: log,
+            request_log=self.echo,
+            registry_auth=options.registry_auth,
+            api_auth=options.api_auth,
+            region=log.config.region,
         )
         self.api_url = self.gateway.start(options.host, options.api_port)
         if options.kafka_port is not None:
@@ -149,7 +157,8 @@ class DevStack:
         lines = [
             f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
             f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
-            f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)",
+            f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)"
+            + (f"; {api_auth_note(options.api_auth)}" if options.api_auth else ""),
             f"  REST Proxy {self.api_url}/kafka",
             f"  Schema Registry {self.api_url}/schema-registry (schema.registry.url)"
             + (f"; {registry_auth_note()}" if options.registry_auth else ""),
@@ -202,6 +211,16 @@ def registry_auth_note() -> str:
     issuer = os.environ.get(ENV_ISSUER)
     tokens = f"bearer tokens of {issuer}" if issuer else f"no bearer tokens ({ENV_ISSUER} unset)"
     return f"basic auth of `objectlog users`, {tokens}"
+
+
+def api_auth_note(api_auth: str) -> str:
+    """What the API's routes (the registry's aside) take with --api-auth (the banner's words)."""
+    if api_auth == "iam":
+        return "IAM auth: SigV4 by keys this endpoint issued (sts assume-role, create-access-key)"
+    from objectlog.http.tokens import ENV_AUDIENCE, ENV_ISSUER
+
+    issuer, audience = os.environ.get(ENV_ISSUER), os.environ.get(ENV_AUDIENCE)
+    return f"JWT auth: bearer tokens of {issuer} for {audience}"
 
 
 def catalog_for(data: Path | None) -> str:

@@ -10,28 +10,47 @@ A route may have a Lambda REQUEST authorizer (payload format 2.0, simple respons
 Gateway runs it: 401 without calling it when an identity source header is missing or empty; else
 it is invoked with the request's authorizer event, and answers 403 when it says no, 500 when it
 fails; its context reaches the route's handler as ``requestContext.authorizer.lambda``.
+
+A route may instead need IAM (SigV4) or JWT authorization, verified for real
+(tools.gateway_auth): the caller reaches the handler as ``requestContext.authorizer.iam`` or
+``.jwt``, or is refused with API Gateway's answer (403 and 401).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from werkzeug.wrappers import Request
 from werkzeug.wrappers import Response as WsgiResponse
 
+from objectlog.config import DEFAULT_REGION
+from objectlog.errors import InvalidRequest
+from objectlog.tools.gateway_auth import (
+    Authenticator,
+    CredentialLookup,
+    IamAuthenticator,
+    JwtAuthenticator,
+    Refused,
+    moto_credentials,
+)
 from objectlog.tools.wsgi_server import BackgroundWsgiServer
+
+if TYPE_CHECKING:
+    from objectlog.http.tokens import JwtSettings
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 LAMBDA_PAYLOAD_LIMIT = 6 * 1024 * 1024
 TEXT_TYPES = ("application/json", "text/", "application/xml", "application/vnd.kafka")
+API_AUTH = ("iam", "jwt")  # local_api's api_auth: AWS_IAM or JWT, as the Terraform module's
 
 
 @dataclass(frozen=True)
@@ -192,6 +211,17 @@ def json_error(status: int, message: str) -> WsgiResponse:
     return WsgiResponse(json.dumps({"message": message}), status, content_type="application/json")
 
 
+class Refusal(WsgiResponse):
+    """API Gateway's answer to a request its route's authorizer refused; the reason goes to the
+    gateway's request log only."""
+
+    def __init__(self, refused: Refused) -> None:
+        body = json.dumps({"message": refused.message})
+        super().__init__(body, refused.status, content_type="application/json")
+        self.headers.update(refused.headers)
+        self.reason = refused.reason
+
+
 class LocalGateway:
     """Routes HTTP requests to handlers by (method, path), as API Gateway's HTTP API does."""
 
@@ -203,15 +233,18 @@ class LocalGateway:
         timeout_s: float = 30.0,
         request_log: Callable[[str], None] | None = None,
         authorizers: Mapping[str, RequestAuthorizer] | None = None,
+        authenticators: Mapping[str, Authenticator] | None = None,
     ) -> None:
         """request_log: called with one line per request (method, path, status, ms);
-        authorizers: by route key ("$default" included), the routes' Lambda authorizers."""
+        authorizers: by route key ("$default" included), the routes' Lambda authorizers;
+        authenticators: by route key, the routes' IAM or JWT authorization."""
         self.routes = list(routes)
         self.targets = targets
         self.default_target = default_target
         self.timeout_s = timeout_s
         self.request_log = request_log
         self.authorizers = dict(authorizers or {})
+        self.authenticators = dict(authenticators or {})
         self._server = BackgroundWsgiServer("local-gateway")
 
     def __call__(
@@ -222,9 +255,10 @@ class LocalGateway:
         response = self.dispatch(request)
         if self.request_log is not None:
             elapsed_ms = (time.perf_counter() - started) * 1000
+            why = f" ({response.reason})" if isinstance(response, Refusal) else ""
             self.request_log(
                 f"api {request.method} {request.full_path.rstrip('?')} "
-                f"{response.status_code} {elapsed_ms:.1f} ms"
+                f"{response.status_code} {elapsed_ms:.1f} ms{why}"
             )
         return response(environ, start_response)
 
@@ -236,6 +270,12 @@ class LocalGateway:
         if target is None:
             return json_error(404, "Not Found")
         event = build_event(request, route, parameters)
+        authenticator = self.authenticators.get(route.key if route else "$default")
+        if authenticator is not None:
+            try:
+                event["requestContext"]["authorizer"] = authenticator.authenticate(request)
+            except Refused as e:
+                return Refusal(e)
         authorizer = self.authorizers.get(route.key if route else "$default")
         if authorizer is not None:
             refused = self._authorize(authorizer, event)
@@ -290,10 +330,20 @@ def local_api(
     request_log: Callable[[str], None] | None = None,
     *,
     registry_auth: bool = False,
+    api_auth: str | None = None,
+    credentials: CredentialLookup | None = None,
+    jwt_settings: JwtSettings | None = None,
+    region: str = DEFAULT_REGION,
 ) -> LocalGateway:
-    """The objectlog API served from this process's produce and fetch handlers; registry_auth:
-    the Schema Registry's routes run the authorize function first, as deployed (basic auth
-    against the log's users; bearer tokens where OBJECTLOG_JWT_* configure an issuer)."""
+    """The objectlog API served from this process's produce and fetch handlers, its routes
+    guarded as the Terraform module guards them (infra/terraform/modules/objectlog/api.tf).
+
+    registry_auth: the Schema Registry's routes run the authorize function first, as deployed
+    (basic auth against the log's users; bearer tokens where OBJECTLOG_JWT_* configure an
+    issuer). api_auth: every other route, and $default, needs "iam" (SigV4 of a key that
+    credentials knows, by default one the embedded endpoint in this process issued, scoped to
+    region) or "jwt" (a bearer token of jwt_settings, by default OBJECTLOG_JWT_*); None: open.
+    Raises InvalidRequest for an unknown api_auth or "jwt" without an issuer."""
     from objectlog.http.app import lambda_handler
     from objectlog.http.routes import FETCH, PRODUCE, ROUTES
     from objectlog.http.schema_registry import is_schema_registry
@@ -303,17 +353,45 @@ def local_api(
         FETCH: lambda_handler(FETCH, log_factory),
     }
     routes = [Route(m, p, t) for m, p, t in ROUTES]
+    registry = [r for r in routes if is_schema_registry(r.path)]
     authorizers: dict[str, RequestAuthorizer] = {}
     if registry_auth:
         from objectlog.functions.authorize import FUNCTION, authorizer_handler
 
         targets[FUNCTION] = authorizer_handler(lambda: log_factory().items.documents)
-        registry = [r for r in routes if is_schema_registry(r.path)]
         authorizers = {r.key: RequestAuthorizer(FUNCTION) for r in registry}
+    authenticators: dict[str, Authenticator] = {}
+    if api_auth is not None:
+        authenticator = api_authenticator(api_auth, credentials, jwt_settings, region)
+        guarded = [r.key for r in routes if r not in registry] + ["$default"]
+        authenticators = dict.fromkeys(guarded, authenticator)
     return LocalGateway(
         routes,
         targets,
         default_target=FETCH,
         request_log=request_log,
         authorizers=authorizers,
+        authenticators=authenticators,
     )
+
+
+def api_authenticator(
+    api_auth: str,
+    credentials: CredentialLookup | None,
+    jwt_settings: JwtSettings | None,
+    region: str,
+) -> Authenticator:
+    """The IAM or JWT authorization local_api's api_auth names."""
+    if api_auth == "iam":
+        return IamAuthenticator(credentials or moto_credentials, region)
+    if api_auth != "jwt":
+        raise InvalidRequest(f"api_auth is one of {', '.join(API_AUTH)}, not {api_auth!r}")
+    from objectlog.http.tokens import ENV_AUDIENCE, ENV_ISSUER, JwtSettings, TokenVerifier
+
+    settings = jwt_settings or JwtSettings.from_env(os.environ)
+    if settings is None:
+        raise InvalidRequest(
+            f"JWT authorization needs an issuer: set {ENV_ISSUER} and {ENV_AUDIENCE}",
+            field=ENV_ISSUER,
+        )
+    return JwtAuthenticator(TokenVerifier(settings))
