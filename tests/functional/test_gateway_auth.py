@@ -339,3 +339,42 @@ def test_objectlog_dev_refuses_jwt_auth_without_an_issuer(
 )
 def test_claims_are_strings(value: Any, text: str) -> None:
     assert claim_string(value) == text
+
+
+# ---- objectlog dev's principal header -------------------------------------------------------
+
+
+def test_the_principal_header_names_the_caller_only_where_the_gateway_honours_it(
+    log: ObjectLog,
+) -> None:
+    """objectlog dev's gateway (principal_header=True) hands the functions the header's
+    principal as an authorizer would; the default gateway, like API Gateway, ignores it."""
+    log.create_topic("orders")
+    named = {"x-objectlog-principal": "User:alice"}
+    for served in serve(local_api(lambda: log, principal_header=True)):
+        assert requests.get(f"{served.url}/topics", headers=named).status_code == 200
+        assert served.authorizer() == {
+            "lambda": {"principal": "User:alice", "method": "dev-header"}
+        }
+        bad = requests.get(f"{served.url}/topics", headers={"x-objectlog-principal": "alice"})
+        assert bad.status_code == 400 and "User:<name>" in bad.json()["message"]
+    for served in serve(local_api(lambda: log)):
+        assert requests.get(f"{served.url}/topics", headers=named).status_code == 200
+        assert "authorizer" not in served.events[-1]["requestContext"]
+
+
+def test_objectlog_dev_says_when_acls_are_enforced(aws_endpoint: str) -> None:
+    from objectlog.services.access import AccessSettings
+    from objectlog.services.authorization import Settings
+
+    suffix = uuid.uuid4().hex[:8]
+    access = AccessSettings(True, Settings(super_users=frozenset({"User:admin"})))
+    options = DevOptions(
+        port=0, api_port=0, kafka_port=None, data_dir=None, access=access,
+        bucket=f"dev-acls-{suffix}", table=f"dev-acls-{suffix}",
+    )  # fmt: skip
+    stack = DevStack(options, echo=lambda line: None).start()
+    try:
+        assert "Kafka ACLs enforced on every door (super users: User:admin" in stack.banner()[0]
+    finally:
+        stack.stop()

@@ -69,6 +69,64 @@ def num_partitions_option(default: int | None) -> Callable[[F], F]:
     )
 
 
+def authorizer_options(function: F) -> F:
+    """Kafka's authorizer settings (services.access), from the flags or their variables."""
+    from objectlog.services.access import ENV_ALLOW_EVERYONE, ENV_AUTHORIZER, ENV_SUPER_USERS
+
+    options = (
+        click.option(
+            "--authorizer",
+            type=click.Choice(["none", "acls"]),
+            envvar=ENV_AUTHORIZER,
+            default="none",
+            show_default=True,
+            help="acls: every request is authorized by Kafka's ACLs (`objectlog acls`; Kafka's "
+            f"authorizer.class.name); default: {ENV_AUTHORIZER}, else none",
+        ),
+        click.option(
+            "--super-users",
+            envvar=ENV_SUPER_USERS,
+            default="",
+            help="principals that may do everything, as Kafka's super.users: "
+            f"'User:admin;User:ops'; default: {ENV_SUPER_USERS}",
+        ),
+        click.option(
+            "--allow-everyone-if-no-acl-found/--no-allow-everyone-if-no-acl-found",
+            envvar=ENV_ALLOW_EVERYONE,
+            default=False,
+            help="Kafka's allow.everyone.if.no.acl.found: a resource no ACL names is open to "
+            f"everyone (the upgrade path, docs/security.md); default: {ENV_ALLOW_EVERYONE}, "
+            "else off",
+        ),
+    )
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def access_settings(authorizer: str, super_users: str, allow_everyone: bool) -> Any:
+    """The settings the flags give, also put in this process's environment, so the functions
+    it runs in process (objectlog dev's HTTP API) decide as the agent does."""
+    from objectlog.services.access import (
+        ENV_ALLOW_EVERYONE,
+        ENV_AUTHORIZER,
+        ENV_SUPER_USERS,
+        AccessSettings,
+    )
+
+    env = {
+        ENV_AUTHORIZER: authorizer,
+        ENV_SUPER_USERS: super_users,
+        ENV_ALLOW_EVERYONE: "true" if allow_everyone else "false",
+    }
+    try:
+        settings = AccessSettings.from_env(env)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    os.environ.update(env)
+    return settings
+
+
 @click.group()
 @click.option(
     "--endpoint-url",
@@ -160,6 +218,7 @@ main.add_command(acls)
 )
 @initial_rebalance_delay_option(DEV_INITIAL_REBALANCE_DELAY_MS)
 @num_partitions_option(1)
+@authorizer_options
 @click.pass_context
 @clear_errors
 def dev(
@@ -178,6 +237,9 @@ def dev(
     api_auth: str | None,
     initial_rebalance_delay_ms: int,
     num_partitions: int,
+    authorizer: str,
+    super_users: str,
+    allow_everyone_if_no_acl_found: bool,
 ) -> None:
     """Run the embedded stack (AWS endpoint, the HTTP API and the Kafka agent) until Ctrl-C;
     one line per API request (method, path, status, milliseconds)."""
@@ -205,6 +267,7 @@ def dev(
         num_partitions=num_partitions,
         registry_auth=registry_auth,
         api_auth=api_auth,
+        access=access_settings(authorizer, super_users, allow_everyone_if_no_acl_found),
     )
     stack = DevStack(options)
     try:
@@ -238,6 +301,7 @@ def dev(
     "auto.create.topics.enable); default: OBJECTLOG_AUTO_CREATE_TOPICS, else off",
 )
 @num_partitions_option(None)
+@authorizer_options
 @click.pass_context
 @clear_errors
 def agent(
@@ -250,6 +314,9 @@ def agent(
     initial_rebalance_delay_ms: int,
     auto_create_topics: bool | None,
     num_partitions: int | None,
+    authorizer: str,
+    super_users: str,
+    allow_everyone_if_no_acl_found: bool,
 ) -> None:
     """Serve the Kafka protocol over this log until Ctrl-C or SIGTERM: a stateless agent, any
     number side by side behind one address (docs/kafka.md)."""
@@ -270,6 +337,7 @@ def agent(
         tls_key=tls_key,
         metrics_interval_s=60,
         initial_rebalance_delay_ms=initial_rebalance_delay_ms,
+        access=access_settings(authorizer, super_users, allow_everyone_if_no_acl_found),
     )
     settings = {"auto_create_topics": auto_create_topics, "num_partitions": num_partitions}
     given = {name: value for name, value in settings.items() if value is not None}

@@ -29,6 +29,8 @@ from objectlog.adapters.iceberg import GLUE
 from objectlog.clients.direct import ObjectLog
 from objectlog.config import DEFAULT_REGION, Config
 from objectlog.kafka.classic import DEV_INITIAL_REBALANCE_DELAY_MS
+from objectlog.services.access import OFF as ACCESS_OFF
+from objectlog.services.access import AccessSettings
 from objectlog.tools.emulators.dynamodb_local import DynamoDBLocal
 from objectlog.tools.persistence import PersistenceError
 
@@ -56,6 +58,8 @@ class DevOptions:
     registry_auth: bool = False
     # the other routes need IAM (SigV4) or JWT authorization, verified as API Gateway does
     api_auth: str | None = None  # "iam", "jwt" (tools.gateway.API_AUTH); None: open
+    # Kafka ACLs on every door (services.access); off unless --authorizer acls
+    access: AccessSettings = ACCESS_OFF
 
 
 def console_line(text: str) -> None:
@@ -124,6 +128,7 @@ class DevStack:
             registry_auth=options.registry_auth,
             api_auth=options.api_auth,
             region=log.config.region,
+            principal_header=True,  # honoured only here, never by the deployed functions
         )
         self.api_url = self.gateway.start(options.host, options.api_port)
         if options.kafka_port is not None:
@@ -133,6 +138,7 @@ class DevStack:
                 host=options.host,
                 port=options.kafka_port,
                 initial_rebalance_delay_ms=options.initial_rebalance_delay_ms,
+                access=options.access,
             )
             self.agent = AgentThread(log, config).start()
         return self
@@ -156,7 +162,8 @@ class DevStack:
         )
         lines = [
             f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
-            f"table {options.table}; DynamoDB: {dynamodb}; {storage})",
+            f"table {options.table}; DynamoDB: {dynamodb}; {storage})"
+            + (f"; {access_note(options.access)}" if options.access.enabled else ""),
             f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)"
             + (f"; {api_auth_note(options.api_auth)}" if options.api_auth else ""),
             f"  REST Proxy {self.api_url}/kafka",
@@ -211,6 +218,15 @@ def registry_auth_note() -> str:
     issuer = os.environ.get(ENV_ISSUER)
     tokens = f"bearer tokens of {issuer}" if issuer else f"no bearer tokens ({ENV_ISSUER} unset)"
     return f"basic auth of `objectlog users`, {tokens}"
+
+
+def access_note(access: AccessSettings) -> str:
+    """The banner's words for authorization by ACLs."""
+    supers = ", ".join(sorted(access.rules.super_users)) or "none"
+    return (
+        f"Kafka ACLs enforced on every door (super users: {supers}; HTTP callers name "
+        "themselves with the x-objectlog-principal header, objectlog dev only)"
+    )
 
 
 def api_auth_note(api_auth: str) -> str:

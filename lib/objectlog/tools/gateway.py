@@ -222,6 +222,20 @@ class Refusal(WsgiResponse):
         self.reason = refused.reason
 
 
+PRINCIPAL_HEADER = "x-objectlog-principal"
+
+
+def dev_principal(event: dict[str, Any]) -> dict[str, str] | WsgiResponse | None:
+    """The Lambda authorizer context objectlog dev's principal header stands for: None without
+    the header, 400 for a value that is not ``User:<name>``."""
+    value = event["headers"].get(PRINCIPAL_HEADER)
+    if value is None:
+        return None
+    if not value.startswith("User:") or len(value) == len("User:"):
+        return json_error(400, f"{PRINCIPAL_HEADER} must be User:<name>, not {value!r}")
+    return {"principal": value, "method": "dev-header"}
+
+
 class LocalGateway:
     """Routes HTTP requests to handlers by (method, path), as API Gateway's HTTP API does."""
 
@@ -234,10 +248,13 @@ class LocalGateway:
         request_log: Callable[[str], None] | None = None,
         authorizers: Mapping[str, RequestAuthorizer] | None = None,
         authenticators: Mapping[str, Authenticator] | None = None,
+        principal_header: bool = False,
     ) -> None:
         """request_log: called with one line per request (method, path, status, ms);
         authorizers: by route key ("$default" included), the routes' Lambda authorizers;
-        authenticators: by route key, the routes' IAM or JWT authorization."""
+        authenticators: by route key, the routes' IAM or JWT authorization; principal_header
+        (objectlog dev only): a route neither guards takes its caller's principal from
+        PRINCIPAL_HEADER, as if an authorizer had named it (API Gateway has no such thing)."""
         self.routes = list(routes)
         self.targets = targets
         self.default_target = default_target
@@ -245,6 +262,7 @@ class LocalGateway:
         self.request_log = request_log
         self.authorizers = dict(authorizers or {})
         self.authenticators = dict(authenticators or {})
+        self.principal_header = principal_header
         self._server = BackgroundWsgiServer("local-gateway")
 
     def __call__(
@@ -281,6 +299,12 @@ class LocalGateway:
             refused = self._authorize(authorizer, event)
             if refused is not None:
                 return refused
+        elif authenticator is None and self.principal_header:
+            named = dev_principal(event)
+            if isinstance(named, WsgiResponse):
+                return named
+            if named is not None:
+                event["requestContext"]["authorizer"] = {"lambda": named}
         context = LambdaContext(function_name=target, timeout_s=self.timeout_s)
         try:
             return to_response(self.targets[target](event, context))
@@ -334,6 +358,7 @@ def local_api(
     credentials: CredentialLookup | None = None,
     jwt_settings: JwtSettings | None = None,
     region: str = DEFAULT_REGION,
+    principal_header: bool = False,
 ) -> LocalGateway:
     """The objectlog API served from this process's produce and fetch handlers, its routes
     guarded as the Terraform module guards them (infra/terraform/modules/objectlog/api.tf).
@@ -343,7 +368,8 @@ def local_api(
     issuer). api_auth: every other route, and $default, needs "iam" (SigV4 of a key that
     credentials knows, by default one the embedded endpoint in this process issued, scoped to
     region) or "jwt" (a bearer token of jwt_settings, by default OBJECTLOG_JWT_*); None: open.
-    Raises InvalidRequest for an unknown api_auth or "jwt" without an issuer."""
+    principal_header: objectlog dev's stand-in for an authorizer on routes without one
+    (LocalGateway). Raises InvalidRequest for an unknown api_auth or "jwt" without an issuer."""
     from objectlog.http.app import lambda_handler
     from objectlog.http.routes import FETCH, PRODUCE, ROUTES
     from objectlog.http.schema_registry import is_schema_registry
@@ -372,6 +398,7 @@ def local_api(
         request_log=request_log,
         authorizers=authorizers,
         authenticators=authenticators,
+        principal_header=principal_header,
     )
 
 
