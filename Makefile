@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-latency bench-costs clean
+.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one.
@@ -244,6 +244,10 @@ bench-schemas: install
 # flush + commit, read_committed catch-up against read_uncommitted; ~2 minutes (docs/benchmarks.md).
 bench-transactions: install
 	$(BIN)/python -m bench.transactions --dynamodb $(DYNAMODB)
+
+# The Kafka agent with ACLs enforced vs without, side by side (issue 37; about 2 minutes).
+bench-acls: install
+	$(BIN)/python -m bench.acls --dynamodb $(DYNAMODB)
 
 # Latency on AWS, modelled (not measured): the produce path's requests replayed with published
 # S3 and DynamoDB latencies, each cited (docs/benchmarks.md); no endpoint, a few seconds.
