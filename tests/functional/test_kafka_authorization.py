@@ -11,8 +11,9 @@ bob: READ on the topic ``orders`` and the group ``bob-group``. admin: a super us
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import confluent_kafka
 import pytest
@@ -22,7 +23,14 @@ from confluent_kafka.admin import AdminClient as ConfluentAdmin
 from confluent_kafka.admin import ResourcePatternType as CPattern
 from confluent_kafka.admin import ResourceType as CType
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka.admin import ACL as KafkaACL
+from kafka.admin import (
+    ACLOperation,
+    ACLPermissionType,
+    NewTopic,
+    ResourcePattern,
+)
+from kafka.admin import ResourceType as KafkaResourceType
 from kafka.errors import (
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
@@ -64,6 +72,7 @@ def log(aws_endpoint: str) -> Iterator[ObjectLog]:
         objectlog.ensure_resources()
         objectlog.create_topic(ORDERS, partitions=2)
         objectlog.create_topic(PAYMENTS, partitions=1)
+        objectlog.create_topic("audit", partitions=1)
         users = Users(objectlog.items.documents)
         for name, password in PASSWORDS.items():
             users.add(name, password)
@@ -265,3 +274,66 @@ def test_authorized_operations_are_the_principals(agent: AgentThread) -> None:
         TopicCollection([ORDERS]), include_authorized_operations=True
     )[ORDERS].result(timeout=15)
     assert set(described.authorized_operations) == {AclOperation.WRITE, AclOperation.DESCRIBE}
+
+
+def test_a_change_through_one_agent_holds_on_another_within_the_refresh(
+    agent: AgentThread, log: ObjectLog
+) -> None:
+    """Two agents over one table: an ACL added through the first is enforced by the second
+    within the second's refresh (0.5 s here; 5 s by default), a removal likewise."""
+    access = AccessSettings(enabled=True, refresh_s=0.5)
+    with ObjectLog(log.config) as own:
+        other = AgentThread(own, agent_config(sasl=True, access=access)).start()
+        try:
+            admin = KafkaAdminClient(**kp(agent, "admin"))
+            binding = KafkaACL(
+                "User:bob", "*", ACLOperation.WRITE, ACLPermissionType.ALLOW,
+                ResourcePattern(KafkaResourceType.TOPIC, "audit"),
+            )  # fmt: skip
+            try:
+                assert not may_produce(other, "bob", "audit")
+                admin.create_acls([binding])
+                assert eventually(lambda: may_produce(other, "bob", "audit"))
+                admin.delete_acls([binding])
+                assert eventually(lambda: not may_produce(other, "bob", "audit"))
+            finally:
+                admin.close()
+        finally:
+            other.stop()
+
+
+def may_produce(agent: AgentThread, user: str, topic: str) -> bool:
+    reports: list[KafkaError | None] = []
+    producer = confluent_kafka.Producer(ck(agent, user, **{"message.timeout.ms": 5000}))
+    producer.produce(topic, b"x", partition=0, on_delivery=lambda e, m: reports.append(e))
+    producer.flush(10)
+    assert len(reports) == 1
+    error = reports[0]
+    assert error is None or error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, error
+    return error is None
+
+
+def eventually(check: Callable[[], bool], within_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def test_configs_need_describe_configs_and_alter_configs(agent: AgentThread) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    alice, admin = ConfluentAdmin(ck(agent, "alice")), ConfluentAdmin(ck(agent, "admin"))
+    read = ConfigResource("topic", ORDERS)
+    change = ConfigResource("topic", ORDERS)
+    change.add_incremental_config(
+        ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)
+    )
+    for futures in (alice.describe_configs([read]), alice.incremental_alter_configs([change])):
+        with pytest.raises(KafkaException) as failure:
+            next(iter(futures.values())).result(timeout=15)
+        assert failure.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    configs = next(iter(admin.describe_configs([read]).values())).result(timeout=15)
+    assert configs["retention.ms"].value != "60000"  # alice's change was not made

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 ENV_AUTHORIZER = "OBJECTLOG_AUTHORIZER"  # "acls" turns authorization on; "none" or unset: off
 ENV_SUPER_USERS = "OBJECTLOG_SUPER_USERS"  # "User:admin;User:ops", as Kafka's super.users
 ENV_ALLOW_EVERYONE = "OBJECTLOG_ALLOW_EVERYONE_IF_NO_ACL_FOUND"
+ENV_REFRESH_S = "OBJECTLOG_ACL_REFRESH_S"  # how stale a process's ACLs may be (default 5 s)
 AUTHORIZERS = ("none", "acls")
 NAMESPACE = "objectlog/authorization"
 
@@ -57,6 +58,7 @@ class AccessSettings:
 
     enabled: bool = False
     rules: Settings = KAFKA_DEFAULTS
+    refresh_s: float = REFRESH_S  # the ACLs' staleness bound (services.acl_cache)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AccessSettings:
@@ -71,6 +73,7 @@ class AccessSettings:
                 super_users=parse_super_users(env.get(ENV_SUPER_USERS, "")),
                 allow_everyone_if_no_acl_found=_flag(env.get(ENV_ALLOW_EVERYONE, "")),
             ),
+            refresh_s=float(env.get(ENV_REFRESH_S) or REFRESH_S),
         )
 
 
@@ -106,14 +109,13 @@ class AccessControl:
         settings: AccessSettings,
         *,
         door: str,
-        refresh_s: float = REFRESH_S,
         emit: Emit | None = None,
     ) -> None:
         """``emit``: where a refusal's EMF line goes (print_line on Lambda and the standalone
         agent, whose stdout CloudWatch Logs reads); None: logged only."""
         self.settings = settings
         self.door = door
-        self.cache = AclCache(store, clock, refresh_s)
+        self.cache = AclCache(store, clock, settings.refresh_s)
         self.refusals = 0
         self._emit = emit
         self._lock = threading.Lock()
