@@ -241,6 +241,27 @@ def cases(topic_id: uuid.UUID) -> list[tuple[int, dict[str, Any], str | None]]:
     ]
 
 
+def older_versions() -> list[tuple[int, int, dict[str, Any]]]:
+    """Versions whose requests or answers are shaped otherwise than the newest's: (API key,
+    version, request); each must be refused too."""
+    fetch_topics = [
+        {
+            "topic": SECRET,
+            "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+        }
+    ]
+    return [
+        (1, 12, {"max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "topics": fetch_topics}),
+        (9, 7, {"group_id": GROUP, "topics": [{"name": SECRET, "partition_indexes": [0]}]}),
+        (9, 7, {"group_id": GROUP, "topics": None}),
+        (10, 3, {"key_type": 0, "key": GROUP}),
+        (10, 3, {"key_type": 1, "key": TXN}),
+        (20, 5, {"topic_names": [SECRET], "timeout": 5000}),
+        (15, 4, {"groups": [GROUP]}),
+        (22, 1, {"transactional_id": None, "transaction_timeout": 60000}),
+    ]
+
+
 def _produce_data() -> dict[str, Any]:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -292,6 +313,12 @@ def test_every_api_refuses_an_unauthorized_principal(agent: AgentThread, log: Ob
         assert codes & AUTH_FAILED, f"API {key} v{version} was not refused: {got}"
         assert codes <= AUTH_FAILED | {ErrorCode.none}, f"API {key} answered {codes}: {got}"
     assert checked == set(SUPPORTED) - NOTHING_NEEDED
+    for key, version, values in older_versions():
+        got = answer(agent.address, key, version, values)
+        codes = set(error_codes(got))
+        assert codes & AUTH_FAILED, f"API {key} v{version} was not refused: {got}"
+        assert codes <= AUTH_FAILED | {ErrorCode.none}, f"API {key} answered {codes}: {got}"
+        assert "committed_offset=0" not in repr(got), "an offset shown to who may not see it"
     # nothing changed
     assert log.offsets(SECRET, 0) == before
     assert log.topic(SECRET, fresh=True).partitions == 1

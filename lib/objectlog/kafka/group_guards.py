@@ -38,6 +38,14 @@ from objectlog.kafka.wire import Request
 T, G, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID
 
 OFFSETS = TopicShape("topics", "partitions", "topics", "partitions")
+FETCHED_OFFSETS = TopicShape(  # OffsetFetch v1-v7: no offset to show, as Kafka answers it
+    "topics",
+    "partition_indexes",
+    "topics",
+    "partitions",
+    index=None,
+    extra=(("committed_offset", -1), ("committed_leader_epoch", -1), ("metadata", "")),
+)
 ADD_PARTITIONS = TopicShape(
     "v3_and_below_topics",
     "partitions",
@@ -74,7 +82,7 @@ async def offset_fetch(g: Guarded, request: Request, handler: Handler) -> Any:
     body = request.body
     if not hasattr(body, "groups"):  # v1-v7: one group
         if not g.gate.allows(O.DESCRIBE, G, body.group_id):
-            return OFFSETS.refused_all(body, GROUP_FAILED, error_code=GROUP_FAILED)
+            return FETCHED_OFFSETS.refused_all(body, GROUP_FAILED, error_code=GROUP_FAILED)
         answer = await handler(request)
         _hide_topics(g.gate, answer, every=body.topics is None)
         return answer
