@@ -7,6 +7,10 @@ Answers are ``application/vnd.schemaregistry.v1+json`` with Confluent's error bo
 name holding ``/`` (sent as ``%2F``) arrives as several segments: ``routable_path`` finds the
 subject by what follows it and encodes it again before the routes match, and the routes decode
 their ``subject``.
+
+Every route passes the ACL check its entry in http.registry_access.ROUTES names before it reads
+or changes anything (``route(method, path, summary)`` registers it so); a refusal answers 403
+with Confluent's ``{"error_code": 40301, "message": ...}``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field
 
-from objectlog.errors import InvalidRequest, ObjectLogError, SchemaRegistryError
+from objectlog.errors import InvalidRequest, NotAuthorized, ObjectLogError, SchemaRegistryError
+from objectlog.http.registry_access import FORBIDDEN_CODE, RegistryGuard, guarded_route
 from objectlog.http.routes import Services, parse_model
 from objectlog.schemas.parsing import TYPE_NAMES, SchemaInput
 from objectlog.schemas.registry import SchemaRegistry, SubjectVersion
@@ -82,6 +87,8 @@ def error_status(error: ObjectLogError) -> tuple[int, int]:
         return error.status, error.code
     if isinstance(error, InvalidRequest):
         return 422, 422
+    if isinstance(error, NotAuthorized):
+        return 403, FORBIDDEN_CODE
     status = error.kind.http_status
     return status, 50001 if status >= 500 else status
 
@@ -188,142 +195,137 @@ def registry_router(services: Services, *, writes: bool) -> Router:
     def body_of(model: type[Any]) -> Any:
         return parse_model(model, router.current_event.decoded_body)
 
-    route = {"tags": [TAG], "enable_validation": False}
+    guard = RegistryGuard(lambda: services.access, lambda: router.current_event.raw_event)
+    route = guarded_route(router, guard, BASE, tags=[TAG], enable_validation=False)
+
+    def schema_body() -> SchemaBody:
+        """The body's schema, once the principal may read the subjects its references name."""
+        body: SchemaBody = body_of(SchemaBody)
+        guard.references(r.subject for r in body.references)
+        return body
+
     if not writes:
-        _read_routes(router, registry, query, flag, ok, route)
+        _read_routes(router, route, guard, registry, query, flag, ok)
     else:
-        _write_routes(router, registry, query, flag, ok, body_of, route)
+        _write_routes(route, registry, query, flag, ok, schema_body, body_of)
     return router
 
 
-def _read_routes(router: Router, registry: Any, query: Any, flag: Any, ok: Any, route: Any) -> None:
-    @router.get(BASE, summary="Schema Registry: root", **route)
+def _read_routes(
+    router: Router, route: Any, guard: RegistryGuard, registry: Any, query: Any, flag: Any, ok: Any
+) -> None:
+    @route("GET", "", "Schema Registry: root")
     def root() -> Response[str]:
         return ok({})
 
-    @router.get(f"{BASE}/schemas/types", summary="Schema Registry: schema types", **route)
+    @route("GET", "/schemas/types", "Schema Registry: schema types")
     def types() -> Response[str]:
         return ok(list(TYPE_NAMES))
 
-    @router.get(f"{BASE}/schemas/ids/<schema_id>", summary="Schema Registry: schema by id", **route)
+    @route("GET", "/schemas/ids/<schema_id>", "Schema Registry: schema by id")
     def by_id(schema_id: str) -> Response[str]:
         schema = registry().schema_by_id(_id(schema_id), _subject_or_none(query("subject")))
+        guard.schema(subject for subject, _ in schema.uses)
         return ok(schema_out(registry(), schema, query("format")))
 
-    @router.get(
-        f"{BASE}/schemas/ids/<schema_id>/schema", summary="Schema Registry: raw schema", **route
-    )
+    @route("GET", "/schemas/ids/<schema_id>/schema", "Schema Registry: raw schema")
     def raw_by_id(schema_id: str) -> Response[str]:
         schema = registry().schema_by_id(_id(schema_id), _subject_or_none(query("subject")))
+        guard.schema(subject for subject, _ in schema.uses)
         return _raw(_text(registry(), schema, query("format")))
 
-    @router.get(
-        f"{BASE}/schemas/ids/<schema_id>/subjects",
-        summary="Schema Registry: subjects of a schema",
-        **route,
-    )
+    @route("GET", "/schemas/ids/<schema_id>/subjects", "Schema Registry: subjects of a schema")
     def id_subjects(schema_id: str) -> Response[str]:
         uses = registry().uses(_id(schema_id), deleted=flag("deleted"))
-        return ok(sorted({subject for subject, _ in uses}))
+        return ok(guard.subjects(sorted({subject for subject, _ in uses})))
 
-    @router.get(
-        f"{BASE}/schemas/ids/<schema_id>/versions",
-        summary="Schema Registry: subject versions of a schema",
-        **route,
+    @route(
+        "GET", "/schemas/ids/<schema_id>/versions", "Schema Registry: subject versions of a schema"
     )
     def id_versions(schema_id: str) -> Response[str]:
         uses = registry().uses(_id(schema_id), deleted=flag("deleted"))
-        return ok([{"subject": s, "version": v} for s, v in uses])
+        shown = set(guard.subjects({subject for subject, _ in uses}))
+        return ok([{"subject": s, "version": v} for s, v in uses if s in shown])
 
-    @router.get(f"{BASE}/schemas/guids/<guid>", summary="Schema Registry: schema by guid", **route)
+    @route("GET", "/schemas/guids/<guid>", "Schema Registry: schema by guid")
     def by_guid(guid: str) -> Response[str]:
-        return ok(schema_out(registry(), registry().schema_by_guid(guid), query("format")))
+        schema = registry().schema_by_guid(guid)
+        guard.schema(subject for subject, _ in schema.uses)
+        return ok(schema_out(registry(), schema, query("format")))
 
-    @router.get(f"{BASE}/subjects", summary="Schema Registry: subjects", **route)
+    @route("GET", "/subjects", "Schema Registry: subjects")
     def subjects() -> Response[str]:
         prefix = query("subjectPrefix") or ""
-        return ok(registry().subjects(prefix, deleted=flag("deleted")))
+        return ok(guard.subjects(registry().subjects(prefix, deleted=flag("deleted"))))
 
-    @router.get(f"{BASE}/subjects/<subject>/versions", summary="Schema Registry: versions", **route)
+    @route("GET", "/subjects/<subject>/versions", "Schema Registry: versions")
     def versions(subject: str) -> Response[str]:
         return ok(registry().versions(unquote(subject), deleted=flag("deleted")))
 
-    @router.get(
-        f"{BASE}/subjects/<subject>/versions/<version>",
-        summary="Schema Registry: a version",
-        **route,
-    )
+    @route("GET", "/subjects/<subject>/versions/<version>", "Schema Registry: a version")
     def version(subject: str, version: str) -> Response[str]:
         found = registry().version(unquote(subject), version, deleted=flag("deleted"))
         return ok(version_out(registry(), found, query("format")))
 
-    @router.get(
-        f"{BASE}/subjects/<subject>/versions/<version>/schema",
-        summary="Schema Registry: a version's raw schema",
-        **route,
+    @route(
+        "GET",
+        "/subjects/<subject>/versions/<version>/schema",
+        "Schema Registry: a version's raw schema",
     )
     def version_schema(subject: str, version: str) -> Response[str]:
         found = registry().version(unquote(subject), version, deleted=flag("deleted"))
         return _raw(_text(registry(), found.schema, query("format")))
 
-    @router.get(
-        f"{BASE}/subjects/<subject>/versions/<version>/referencedby",
-        summary="Schema Registry: schemas referencing a version",
-        **route,
+    @route(
+        "GET",
+        "/subjects/<subject>/versions/<version>/referencedby",
+        "Schema Registry: schemas referencing a version",
     )
     def referenced_by(subject: str, version: str) -> Response[str]:
         return ok(registry().referenced_by(unquote(subject), version))
 
-    @router.get(
-        f"{BASE}/subjects/<subject>/metadata",
-        summary="Schema Registry: latest version with metadata",
-        **route,
-    )
+    @route("GET", "/subjects/<subject>/metadata", "Schema Registry: latest version with metadata")
     def with_metadata(subject: str) -> Response[str]:
         wanted = _metadata_query(parse_qs(str(router.current_event.get("rawQueryString") or "")))
         found = registry().latest_with_metadata(unquote(subject), wanted)
         return ok(version_out(registry(), found, query("format")))
 
-    @router.get(
-        f"{BASE}/associations/resources/<namespace>/<name>",
-        summary="Schema Registry: a resource's associated subjects (none: no associations are "
+    @route(
+        "GET",
+        "/associations/resources/<namespace>/<name>",
+        "Schema Registry: a resource's associated subjects (none: no associations are "
         "kept, so clients use their subject name strategy)",
-        **route,
     )
     def associations(namespace: str, name: str) -> Response[str]:
         return ok([])
 
-    @router.get(f"{BASE}/config", summary="Schema Registry: global compatibility", **route)
+    @route("GET", "/config", "Schema Registry: global compatibility")
     def global_config() -> Response[str]:
         return ok({"compatibilityLevel": registry().settings.compatibility(None)})
 
-    @router.get(
-        f"{BASE}/config/<subject>", summary="Schema Registry: a subject's compatibility", **route
-    )
+    @route("GET", "/config/<subject>", "Schema Registry: a subject's compatibility")
     def subject_config(subject: str) -> Response[str]:
         level = registry().settings.compatibility(
             unquote(subject), default_to_global=flag("defaultToGlobal")
         )
         return ok({"compatibilityLevel": level})
 
-    @router.get(f"{BASE}/mode", summary="Schema Registry: global mode", **route)
+    @route("GET", "/mode", "Schema Registry: global mode")
     def global_mode() -> Response[str]:
         return ok({"mode": registry().settings.mode(None)})
 
-    @router.get(f"{BASE}/mode/<subject>", summary="Schema Registry: a subject's mode", **route)
+    @route("GET", "/mode/<subject>", "Schema Registry: a subject's mode")
     def subject_mode(subject: str) -> Response[str]:
         mode = registry().settings.mode(unquote(subject), default_to_global=flag("defaultToGlobal"))
         return ok({"mode": mode})
 
 
 def _write_routes(
-    router: Router, registry: Any, query: Any, flag: Any, ok: Any, body_of: Any, route: Any
+    route: Any, registry: Any, query: Any, flag: Any, ok: Any, schema_body: Any, body_of: Any
 ) -> None:
-    @router.post(
-        f"{BASE}/subjects/<subject>/versions", summary="Schema Registry: register", **route
-    )
+    @route("POST", "/subjects/<subject>/versions", "Schema Registry: register")
     def register(subject: str) -> Response[str]:
-        body: SchemaBody = body_of(SchemaBody)
+        body: SchemaBody = schema_body()
         found = registry().register(
             unquote(subject), body.given(), normalize=flag("normalize"), schema_id=body.id
         )
@@ -336,30 +338,24 @@ def _write_routes(
             }
         )
 
-    @router.post(f"{BASE}/subjects/<subject>", summary="Schema Registry: look a schema up", **route)
+    @route("POST", "/subjects/<subject>", "Schema Registry: look a schema up")
     def lookup(subject: str) -> Response[str]:
-        body: SchemaBody = body_of(SchemaBody)
+        body: SchemaBody = schema_body()
         found = registry().lookup(
             unquote(subject), body.given(), normalize=flag("normalize"), deleted=flag("deleted")
         )
         return ok(version_out(registry(), found))
 
-    @router.delete(
-        f"{BASE}/subjects/<subject>", summary="Schema Registry: delete a subject", **route
-    )
+    @route("DELETE", "/subjects/<subject>", "Schema Registry: delete a subject")
     def delete_subject(subject: str) -> Response[str]:
         return ok(registry().delete_subject(unquote(subject), permanent=flag("permanent")))
 
-    @router.delete(
-        f"{BASE}/subjects/<subject>/versions/<version>",
-        summary="Schema Registry: delete a version",
-        **route,
-    )
+    @route("DELETE", "/subjects/<subject>/versions/<version>", "Schema Registry: delete a version")
     def delete_version(subject: str, version: str) -> Response[str]:
         return ok(registry().delete_version(unquote(subject), version, permanent=flag("permanent")))
 
     def compatible(subject: str, version: str | None) -> Response[str]:
-        body: SchemaBody = body_of(SchemaBody)
+        body: SchemaBody = schema_body()
         problems = registry().test_compatibility(
             unquote(subject), version, body.given(), normalize=flag("normalize")
         )
@@ -368,70 +364,58 @@ def _write_routes(
             answer["messages"] = problems
         return ok(answer)
 
-    @router.post(
-        f"{BASE}/compatibility/subjects/<subject>/versions/<version>",
-        summary="Schema Registry: test against a version",
-        **route,
+    @route(
+        "POST",
+        "/compatibility/subjects/<subject>/versions/<version>",
+        "Schema Registry: test against a version",
     )
     def compatible_with_version(subject: str, version: str) -> Response[str]:
         return compatible(subject, version)
 
-    @router.post(
-        f"{BASE}/compatibility/subjects/<subject>/versions",
-        summary="Schema Registry: test against the versions",
-        **route,
+    @route(
+        "POST",
+        "/compatibility/subjects/<subject>/versions",
+        "Schema Registry: test against the versions",
     )
     def compatible_with_all(subject: str) -> Response[str]:
         return compatible(subject, None)
 
-    @router.put(f"{BASE}/config", summary="Schema Registry: set the global compatibility", **route)
+    @route("PUT", "/config", "Schema Registry: set the global compatibility")
     def put_global_config() -> Response[str]:
         body: CompatibilityBody = body_of(CompatibilityBody)
         return ok(
             {"compatibility": registry().settings.set_compatibility(None, body.compatibility)}
         )
 
-    @router.put(
-        f"{BASE}/config/<subject>",
-        summary="Schema Registry: set a subject's compatibility",
-        **route,
-    )
+    @route("PUT", "/config/<subject>", "Schema Registry: set a subject's compatibility")
     def put_subject_config(subject: str) -> Response[str]:
         body: CompatibilityBody = body_of(CompatibilityBody)
         level = registry().settings.set_compatibility(unquote(subject), body.compatibility)
         return ok({"compatibility": level})
 
-    @router.delete(
-        f"{BASE}/config", summary="Schema Registry: reset the global compatibility", **route
-    )
+    @route("DELETE", "/config", "Schema Registry: reset the global compatibility")
     def delete_global_config() -> Response[str]:
         return ok({"compatibilityLevel": registry().settings.delete_compatibility(None)})
 
-    @router.delete(
-        f"{BASE}/config/<subject>",
-        summary="Schema Registry: drop a subject's compatibility",
-        **route,
-    )
+    @route("DELETE", "/config/<subject>", "Schema Registry: drop a subject's compatibility")
     def delete_subject_config(subject: str) -> Response[str]:
         return ok(
             {"compatibilityLevel": registry().settings.delete_compatibility(unquote(subject))}
         )
 
-    @router.put(f"{BASE}/mode", summary="Schema Registry: set the global mode", **route)
+    @route("PUT", "/mode", "Schema Registry: set the global mode")
     def put_global_mode() -> Response[str]:
         body: ModeBody = body_of(ModeBody)
         return ok({"mode": registry().settings.set_mode(None, body.mode, force=flag("force"))})
 
-    @router.put(f"{BASE}/mode/<subject>", summary="Schema Registry: set a subject's mode", **route)
+    @route("PUT", "/mode/<subject>", "Schema Registry: set a subject's mode")
     def put_subject_mode(subject: str) -> Response[str]:
         body: ModeBody = body_of(ModeBody)
         return ok(
             {"mode": registry().settings.set_mode(unquote(subject), body.mode, force=flag("force"))}
         )
 
-    @router.delete(
-        f"{BASE}/mode/<subject>", summary="Schema Registry: drop a subject's mode", **route
-    )
+    @route("DELETE", "/mode/<subject>", "Schema Registry: drop a subject's mode")
     def delete_subject_mode(subject: str) -> Response[str]:
         return ok({"mode": registry().settings.delete_mode(unquote(subject))})
 
