@@ -33,5 +33,8 @@ module "objectlog" {
   agent                           = var.agent
   auto_create_topics              = var.auto_create_topics
   num_partitions                  = var.num_partitions
+  authorizer                      = var.authorizer
+  super_users                     = var.super_users
+  allow_everyone_if_no_acl_found  = var.allow_everyone_if_no_acl_found
   tags                            = var.tags
 }

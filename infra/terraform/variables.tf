@@ -243,3 +243,21 @@ variable "num_partitions" {
   type        = number
   default     = 1
 }
+
+variable "authorizer" {
+  description = "Kafka's ACLs on every door (\"acls\", the default) or no authorization (\"none\"): OBJECTLOG_AUTHORIZER of the produce and fetch functions and the agent."
+  type        = string
+  default     = "acls"
+}
+
+variable "super_users" {
+  description = "Principals allowed everything (Kafka's super.users), each \"User:<name>\", e.g. \"User:arn:aws:iam::123456789012:role/admin\"."
+  type        = list(string)
+  default     = []
+}
+
+variable "allow_everyone_if_no_acl_found" {
+  description = "Kafka's allow.everyone.if.no.acl.found: a resource no ACL names is open to everyone (the upgrade path for a deployment without ACLs)."
+  type        = bool
+  default     = false
+}

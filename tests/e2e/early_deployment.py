@@ -5,6 +5,10 @@ pytest-xdist worker, from the start of test_terraform.py (only its worker needs 
 An apply on the embedded endpoint is mostly waiting: the provider polls a new load balancer
 twice, 30 s apart, and Lambda functions until they are active. Begun early, it runs while the
 rest of the suite does, and the deployed test finds it ready.
+
+Authorization is the module's default (Kafka's ACLs, nothing allowed without one), with one
+super user: the role ``<name>-admin`` of the endpoint's account, which the test creates and
+assumes to sign its requests (``super_users`` names a role before it exists, as it may on AWS).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class EarlyDeployment:
         self.work_dir = work_dir
         self.package_dir = work_dir / "lambda-light"
         self.name = f"ol-e2e-{uuid.uuid4().hex[:8]}"
+        self.admin_role = f"{self.name}-admin"  # the super user's role (module docstring)
         # a copy: tests running meanwhile change os.environ (lambda_environment)
         self.environ = dict(os.environ)
         self.skip_reason = api_gateway_v2_missing(endpoint)
@@ -78,8 +83,14 @@ class EarlyDeployment:
             packaging.build(self.package_dir, light=True, project=PROJECT)
             self.network = AgentNetwork(self.endpoint)
             agent = self.network.agent_variable() | {"autoscaling": False}  # NOT_ON_THE_ENDPOINT
+            admin = f"User:arn:aws:iam::{account_id(self.endpoint)}:role/{self.admin_role}"
             variables = local_variables(
-                self.endpoint, self.name, self.package_dir, settings=SETTINGS, agent=agent
+                self.endpoint,
+                self.name,
+                self.package_dir,
+                settings=SETTINGS,
+                agent=agent,
+                super_users=[admin],
             )
             self.workspace = Workspace(
                 self.name,
@@ -114,6 +125,15 @@ class EarlyDeployment:
             self.workspace.destroy()
         if self.network is not None:
             self.network.delete()
+
+
+def account_id(endpoint: str) -> str:
+    import boto3
+
+    sts = boto3.session.Session().client(  # a session of its own: this runs in a thread
+        "sts", endpoint_url=endpoint, region_name="us-east-1"
+    )
+    return str(sts.get_caller_identity()["Account"])
 
 
 NOT_ON_THE_ENDPOINT = {

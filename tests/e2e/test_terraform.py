@@ -57,6 +57,17 @@ from objectlog.tools.deploy.policies import (
 from objectlog.tools.deploy.terraform import Workspace, find_terraform
 from objectlog.tools.packaging import LAMBDA_UNZIPPED_LIMIT
 from objectlog.tools.project import find_project
+from tests.e2e.deployed_access import (
+    ACCESS_VARIABLES,
+    Caller,
+    assert_module_access,
+    assume_role,
+    credential_lookup,
+    delete_roles,
+    grant,
+    reader_session,
+    signing_client,
+)
 from tests.e2e.early_deployment import EarlyDeployment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -303,6 +314,72 @@ def test_calls_map_to_the_actions_iam_checks() -> None:
     )
 
 
+# ---- direct access: the README's least-privilege policy --------------------------------------
+
+README = TERRAFORM_DIR / "README.md"
+
+
+def readme_reader_policy(bucket: str, table: str) -> list[Statement]:
+    """The README's policy for a read-only direct consumer of orders, for this bucket and table."""
+    text = README.read_text()
+    after = text[text.index("least privilege for a read-only direct consumer") :]
+    document = after[after.index("```json") + len("```json") : after.index("```\n", 8)]
+    document = document.replace("objectlog-data-123456789012-us-east-1", bucket)
+    return parse_policy(document.replace("table/objectlog", f"table/{table}"))
+
+
+def test_the_readme_read_only_direct_policy_reads_one_topic(log: ObjectLog) -> None:
+    """Every call the library makes reading orders directly (L0 objects, then compacted L1
+    files and the index they left, offsets, a consumer by assignment, read_committed) is one
+    the README's policy allows, and every grant of it is used; reading another topic is not."""
+    from objectlog.adapters.aws import make_session
+    from objectlog.compaction.compactor import CompactionSettings
+    from objectlog.compaction.maintenance import run_maintenance
+    from objectlog.tools.deploy.recording import CallRecorder, install_hook
+
+    statements = readme_reader_policy(log.config.bucket, log.config.table)
+    log.create_topic("orders", partitions=2)
+    log.create_topic("payments", partitions=1)
+    with log.producer(linger_ms=0) as producer:
+        producer.send("payments", value=b"p")
+        for i in range(40):  # one commit each: past a spill of each partition's tail
+            producer.send("orders", value=b"v%d" % i, partition=i % 2)
+            producer.flush()
+    small = CompactionSettings(target_file_bytes=16 << 10, row_group_bytes=2 << 10)
+    run_maintenance(log, ["orders"], settings=small, collect=False)
+    with log.producer(linger_ms=0) as producer:  # and L0 after the compacted files
+        producer.send("orders", value=b"v40", partition=0)
+    install_hook(make_session(log.config))  # the session the reader's clients are made from
+    recorder = CallRecorder("123456789012")
+    with ObjectLog(log.config) as reader:
+        with recorder.recording("orders"):
+            for partition in (0, 1):
+                fetched = reader.fetch("orders", partition, 0, max_records=100)
+                assert len(fetched.records) == 20 + (partition == 0)
+                reader.offsets("orders", partition)
+            reader.fetch("orders", 0, 0, isolation_level="read_committed")
+            reader.offset_for_time("orders", 0, 0)
+            reader.describe_topic("orders")
+            with reader.consumer(auto_offset_reset="earliest") as consumer:
+                consumer.assign([TopicPartition("orders", 1)])
+                assert len(consumer.poll(5)) == 20
+        with recorder.recording("payments"):
+            reader.fetch("payments", 0, 0)
+    calls = recorder.calls["orders"]
+    assert {c.resource.split("/")[1] for c in calls if c.action == "s3:GetObject"} == {
+        "l0",
+        "index",
+        "topics",
+    }
+    report = check_policy("orders", "readme", statements, calls, recorder.leading_keys["orders"])
+    assert report.ok, report.describe()
+    payments = recorder.calls["payments"]
+    keys = recorder.leading_keys["payments"]
+    table = f"arn:aws:dynamodb:us-east-1:123456789012:table/{log.config.table}"
+    denied = check_policy("payments", "readme", statements, payments, keys).denied
+    assert Call("dynamodb:GetItem", table) in denied  # topic#payments
+
+
 # ---- deployed end to end --------------------------------------------------------------------
 
 
@@ -355,10 +432,47 @@ def _report(data: dict[str, Any]) -> None:
 def test_deployed_api_end_to_end(
     deployed: tuple[Workspace, dict[str, Any], Path], aws_endpoint: str
 ) -> None:
-    _, outputs, light_package = deployed
+    workspace, outputs, light_package = deployed
     started = time.monotonic()
     deployment = Deployment(outputs, [light_package], endpoint_url=aws_endpoint, project=PROJECT)
+    # Authorization is on (the module's default): the client signs as an assumed role the
+    # deployment names its super user; a second role may only read TOPIC (deployed_access).
+    (super_user,) = workspace.variables["super_users"]
+    admin = assume_role(aws_endpoint, super_user.rsplit("/", 1)[-1])
+    reader = assume_role(aws_endpoint, f"{admin.role.removesuffix('-admin')}-reader")
+    assert (admin.principal, reader.principal.rsplit("/", 1)[-1]) == (super_user, reader.role)
+    try:
+        grants(outputs, reader)
+        _deployed_api_end_to_end(deployment, outputs, light_package, admin, reader, started)
+    finally:
+        delete_roles(aws_endpoint, admin, reader)
+
+
+def grants(outputs: dict[str, Any], reader: Caller) -> None:
+    """The ACLs the exercise needs beyond the super user's, granted before any door caches
+    them: the reader's READ on TOPIC, the registry user's subjects, and the Kafka session's user
+    exactly what kafka_session does (create, produce idempotently, consume in a group, delete)."""
+    grant(outputs, f"--allow-principal {reader.principal} --operation Read --topic {TOPIC}")
+    registry_user = f"User:{REGISTRY_USER[0]}"
+    subjects_topics = "--topic avro --topic json --topic protobuf"  # TopicNameStrategy's
+    grant(outputs, f"--allow-principal {registry_user} --operation All {subjects_topics}")
+    alice = f"--allow-principal User:{AGENT_USER['sasl.username']}"
+    grant(outputs, f"{alice} --producer --topic {AGENT_TOPIC}")
+    grant(outputs, f"{alice} --consumer --topic {AGENT_TOPIC} --group billing")
+    grant(outputs, f"{alice} --operation Delete --topic {AGENT_TOPIC} --group billing")
+
+
+def _deployed_api_end_to_end(
+    deployment: Deployment,
+    outputs: dict[str, Any],
+    light_package: Path,
+    admin: Caller,
+    reader: Caller,
+    started: float,
+) -> None:
     functions = outputs["functions"]
+    aws_endpoint = deployment.endpoint_url
+    assert aws_endpoint is not None
 
     # What Terraform deployed, as the deployment reports it.
     api_functions = {functions["produce"], functions["fetch"], functions["authorize"]}
@@ -385,17 +499,27 @@ def test_deployed_api_end_to_end(
     # off by default, as production Kafka clusters set auto.create.topics.enable
     assert Config.from_env(produce_env).auto_create_topics is False
     assert produce_env["OBJECTLOG_NUM_PARTITIONS"] == "1"
+    # the doors that serve callers authorize them; the registry's authorizer only authenticates
+    for door in ("produce", "fetch"):
+        assert_module_access(deployment.functions[functions[door]].environment, admin.principal)
+    assert not set(ACCESS_VARIABLES) & set(authorize_env)
 
-    gateway = deployment.gateway()
+    gateway = deployment.gateway(credentials=credential_lookup(admin, reader))
     url = gateway.start(port=0)
     try:
         unsigned = requests.post(f"{url}/topics", json={"name": "x", "partitions": 1}, timeout=10)
         assert unsigned.status_code == 403, "an IAM-authorized route needs a SigV4 signature"
+        assert forged(url).status_code == 403, "a signature of a key nobody issued is refused"
         direct = ObjectLog(
             replace(Config.from_env(), bucket=outputs["bucket"], table=outputs["table"])
         )
-        with direct, ObjectLog.connect(api_url=url, sign=True) as client:
+        with (
+            direct,
+            signing_client(url, admin) as client,
+            signing_client(url, reader) as reading,
+        ):
             exercise_api(client, url, lambda: deployment.cold_start(functions["produce"]), direct)
+            reader_session(reading, url, direct, TOPIC, LEDGER)
             # The schedule's target, with the rule's invoke permission, as EventBridge runs it:
             # L0 merged into L1, key compaction, and GC of what was replaced (grace 0).
             (first,) = deployment.run_schedule(outputs["compact_rule"])
@@ -412,7 +536,7 @@ def test_deployed_api_end_to_end(
             assert len(third["tables_dropped"]) == 2, third
             assert_topic_tables(aws_endpoint, outputs["table_database"], set())
         container = assert_agent_service(aws_endpoint, outputs)
-        agent_report = run_agent_as_its_task(deployment, outputs, container)
+        agent_report = run_agent_as_its_task(deployment, outputs, container, admin.principal)
     finally:
         gateway.stop()
         deployment.close()
@@ -420,6 +544,7 @@ def test_deployed_api_end_to_end(
     compact_env = deployment.functions[functions["compact"]].environment
     assert compact_env["OBJECTLOG_CATALOG"] == "glue"
     assert compact_env["OBJECTLOG_TABLE_NAMESPACE"] == outputs["table_database"]
+    assert not set(ACCESS_VARIABLES) & set(compact_env)
     assert_only_compact_writes_tables(deployment, outputs)
     assert_authorizer_reads_only_the_users(deployment, outputs)
 
@@ -439,6 +564,22 @@ def test_deployed_api_end_to_end(
     problems = [r.describe() for r in [*reports, agent_report] if not r.ok]
     assert not problems, "\n".join(problems)
     assert {r.function for r in reports} == set(functions.values())
+
+
+def forged(url: str) -> requests.Response:
+    """A request signed well by a key the endpoint never issued."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    body = json.dumps({"name": "forged", "partitions": 1})
+    request = AWSRequest(
+        "POST", f"{url}/topics", data=body, headers={"Content-Type": "application/json"}
+    )
+    SigV4Auth(Credentials("AKIAFORGEDFORGED0000", "x" * 40), "execute-api", "us-east-1").add_auth(
+        request
+    )
+    return requests.post(f"{url}/topics", data=body, headers=dict(request.headers), timeout=10)
 
 
 def exercise_api(
@@ -665,23 +806,31 @@ AGENT_USER = {"sasl.username": "alice", "sasl.password": "wonderland"}
 
 
 def run_agent_as_its_task(
-    deployment: Deployment, outputs: dict[str, Any], container: dict[str, Any]
+    deployment: Deployment, outputs: dict[str, Any], container: dict[str, Any], super_user: str
 ) -> PolicyReport:
     """`objectlog agent` with the task's environment and command (listening on loopback
-    instead of 0.0.0.0:9092) serves a Kafka session; every AWS call it makes is checked
-    against the task role Terraform applied, as the functions' calls are."""
+    instead of 0.0.0.0:9092) serves a Kafka session, its user allowed by the ACLs `grants`
+    made (the task's environment turns them on, as `objectlog agent` reads it); every AWS call
+    it makes is checked against the task role Terraform applied, as the functions' calls are."""
     from objectlog.kafka.server import AgentConfig, AgentThread
     from objectlog.kafka.users import Users
+    from objectlog.services.access import AccessSettings
 
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OBJECTLOG_")}
     environment |= {e["name"]: e["value"] for e in container["environment"]}
     log = ObjectLog(Config.from_env(environment))
     assert (log.config.auto_create_topics, log.config.num_partitions) == (False, 1)
+    assert_module_access(environment, super_user)
     # as `objectlog users add` does, with an administrator's credentials
     Users(log.items.documents).add(AGENT_USER["sasl.username"], AGENT_USER["sasl.password"])
     command = container["command"]
     delay_ms = int(command[command.index("--initial-rebalance-delay-ms") + 1])
-    config = AgentConfig(port=0, sasl="--sasl" in command, initial_rebalance_delay_ms=delay_ms)
+    config = AgentConfig(
+        port=0,
+        sasl="--sasl" in command,
+        initial_rebalance_delay_ms=delay_ms,
+        access=AccessSettings.from_env(environment),
+    )
     try:
 
         def prefill() -> None:

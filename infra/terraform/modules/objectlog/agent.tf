@@ -145,7 +145,7 @@ resource "aws_ecs_task_definition" "agent" {
     command                = local.agent_command
     readonlyRootFilesystem = true
     portMappings           = [{ containerPort = local.agent_port, protocol = "tcp" }]
-    environment            = [for k, v in merge(local.common_env, local.topic_creation_env) : { name = k, value = v }]
+    environment            = [for k, v in merge(local.common_env, local.topic_creation_env, local.access_env) : { name = k, value = v }]
     logConfiguration = {
       logDriver = "awslogs"
       options = {

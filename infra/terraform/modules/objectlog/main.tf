@@ -112,6 +112,15 @@ locals {
     OBJECTLOG_NUM_PARTITIONS     = tostring(var.num_partitions)
   }
 
+  # Kafka's authorizer settings (objectlog.services.access): every door that serves callers
+  # reads them (the produce and fetch functions, the HTTP doors, and the Kafka agent).
+  # authorize only authenticates: the functions behind it decide what its principal may do.
+  access_env = {
+    OBJECTLOG_AUTHORIZER                     = var.authorizer
+    OBJECTLOG_SUPER_USERS                    = join(";", var.super_users)
+    OBJECTLOG_ALLOW_EVERYONE_IF_NO_ACL_FOUND = tostring(var.allow_everyone_if_no_acl_found)
+  }
+
   function_env = {
     for fn, _ in local.functions : fn => merge(
       local.common_env,
@@ -121,6 +130,7 @@ locals {
       },
       fn == "compact" ? local.tables_env : {},
       fn == "produce" ? local.topic_creation_env : {},
+      contains(["produce", "fetch"], fn) ? local.access_env : {},
       fn == "authorize" ? local.authorizer_env : {},
     )
   }

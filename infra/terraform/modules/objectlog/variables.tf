@@ -351,3 +351,31 @@ variable "num_partitions" {
     error_message = "num_partitions must be a whole number from 1 to 10000."
   }
 }
+
+variable "authorizer" {
+  description = "Authorization of every request on every door (the HTTP API, REST Proxy, Schema Registry and Kafka agent) by Kafka's ACLs (OBJECTLOG_AUTHORIZER, Kafka's authorizer.class.name): \"acls\" (the default) or \"none\" (whoever the door authenticates may do everything). Grant with `objectlog acls add`; docs/security.md."
+  type        = string
+  default     = "acls"
+
+  validation {
+    condition     = contains(["acls", "none"], var.authorizer)
+    error_message = "authorizer must be \"acls\" or \"none\"."
+  }
+}
+
+variable "super_users" {
+  description = "Principals that may do everything whatever the ACLs say (OBJECTLOG_SUPER_USERS, Kafka's super.users), each \"User:<name>\": an IAM caller is User:<its ARN>, an assumed role User:arn:aws:iam::<account>:role/<name>; a SCRAM or registry user User:<user name>."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for u in var.super_users : can(regex("^User:[^;[:space:]][^;]*$", u)) && trimspace(u) == u])
+    error_message = "super_users must each be a principal User:<name> (no ';', no surrounding spaces)."
+  }
+}
+
+variable "allow_everyone_if_no_acl_found" {
+  description = "Kafka's allow.everyone.if.no.acl.found (OBJECTLOG_ALLOW_EVERYONE_IF_NO_ACL_FOUND): a resource no ACL names is open to everyone. The upgrade path of a deployment that had no ACLs: apply with true, add the ACLs, apply with false."
+  type        = bool
+  default     = false
+}

@@ -68,9 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--require-auth",
         action="store_true",
-        help="serve: answer 403/401 without a SigV4 / bearer Authorization header, as the "
-        "deployed routes would (the Python client signs only non-loopback URLs), and run the "
-        "Schema Registry routes' deployed authorizer (basic auth of objectlog users)",
+        help="serve: authenticate as the deployed routes do: SigV4 signatures verified against "
+        "the keys the endpoint issued in this process or this process's own credentials (the "
+        "Python client signs loopback URLs only with sign=True), bearer tokens against the JWT "
+        "authorizer's issuer, and the Schema Registry routes' deployed authorizer (basic auth "
+        "of objectlog users); without it every route is open",
     )
     args = parser.parse_args(argv)
     if args.command == "routes":

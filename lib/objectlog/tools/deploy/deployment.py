@@ -1,7 +1,20 @@
 """A deployed objectlog read back from the endpoint: the API's routes and integrations, the
 functions behind them loaded in this process, served through the local gateway with the
-routes' authorization, the schedule's targets run as EventBridge would, and each function's
-recorded calls checked against its role's policies."""
+routes' authorization as API Gateway applies it, the schedule's targets run as EventBridge
+would, and each function's recorded calls checked against its role's policies.
+
+The routes' authorization (``Deployment.gateway``): an ``AWS_IAM`` route verifies the request's
+SigV4 signature for real (tools.gateway_auth.IamAuthenticator) against the secret of its access
+key, and hands the function ``requestContext.authorizer.iam`` (the caller's ARN) as API Gateway
+does, so the deployed functions' ACL checks see who called; a ``JWT`` route verifies the bearer
+token against its authorizer's issuer and audience (JwtAuthenticator, the issuer's JWKS); a
+``CUSTOM`` route runs its deployed Lambda authorizer. The keys known: those the endpoint's STS
+and IAM issued when it is moto in this process (``moto_credentials``: the embedded endpoint of
+the tests), and this process's own credentials, named by the endpoint's GetCallerIdentity (so
+``serve --require-auth`` against moto server or LocalStack in another process takes requests
+signed with the same credentials). Not evaluated: the caller's IAM policy (API Gateway also
+needs it to allow ``execute-api:Invoke`` on the route).
+"""
 
 from __future__ import annotations
 
@@ -11,12 +24,11 @@ import time
 import uuid
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
-from werkzeug.wrappers import Request
-from werkzeug.wrappers import Response as WsgiResponse
 
 import objectlog
 from objectlog.tools.deploy import DeployError
@@ -34,12 +46,18 @@ from objectlog.tools.deploy.policies import (
 )
 from objectlog.tools.deploy.recording import CallRecorder, install_hook
 from objectlog.tools.gateway import (
-    Handler,
     LambdaContext,
     LocalGateway,
     RequestAuthorizer,
     Route,
-    json_error,
+)
+from objectlog.tools.gateway_auth import (
+    Authenticator,
+    Credential,
+    CredentialLookup,
+    IamAuthenticator,
+    JwtAuthenticator,
+    moto_credentials,
 )
 from objectlog.tools.packaging import handler_library_files
 from objectlog.tools.project import Project, find_project
@@ -47,37 +65,45 @@ from objectlog.tools.project import Project, find_project
 HEADER_SOURCE = "$request.header."  # an identity source naming a request header
 
 
-class DeployedGateway(LocalGateway):
-    """The local gateway with the deployed routes' authorization: a CUSTOM route runs its
-    deployed Lambda authorizer for real (LocalGateway); an AWS_IAM route needs a SigV4
-    Authorization header and a JWT route a bearer token (neither is verified: there are no
-    real AWS credentials or issuer here), as API Gateway answers 403 / 401 without them."""
+@dataclass(frozen=True)
+class JwtAuthorizer:
+    """A JWT route's authorizer as API Gateway holds it: the tokens' issuer and audiences."""
 
-    def __init__(
-        self,
-        routes: Sequence[Route],
-        targets: dict[str, Handler],
-        *,
-        authorization: Mapping[str, str],
-        authorizers: Mapping[str, RequestAuthorizer],
-        require_auth: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(routes, targets, authorizers=authorizers if require_auth else {}, **kwargs)
-        self.authorization = dict(authorization)
-        self.require_auth = require_auth
+    issuer: str
+    audience: tuple[str, ...]
 
-    def dispatch(self, request: Request) -> WsgiResponse:
-        if not self.require_auth:
-            return super().dispatch(request)
-        route, _ = self._route(request.method, request.path)
-        kind = self.authorization.get(route.key if route else "$default", "NONE")
-        header = request.headers.get("authorization", "")
-        if kind == "AWS_IAM" and not header.startswith("AWS4-HMAC-SHA256 "):
-            return json_error(403, "Forbidden")
-        if kind == "JWT" and not header.lower().startswith("bearer "):
-            return json_error(401, "Unauthorized")
-        return super().dispatch(request)
+
+def chained(*lookups: CredentialLookup) -> CredentialLookup:
+    """The first lookup that knows the key answers."""
+
+    def lookup(access_key_id: str) -> Credential | None:
+        for one in lookups:
+            found = one(access_key_id)
+            if found is not None:
+                return found
+        return None
+
+    return lookup
+
+
+def own_credentials(session: boto3.Session, identity: Mapping[str, str]) -> CredentialLookup:
+    """The session's credentials (the boto3 chain), named by identity: what the endpoint's
+    GetCallerIdentity answered them."""
+    resolved = session.get_credentials()
+    if resolved is None:
+        return lambda _: None
+    frozen = resolved.get_frozen_credentials()
+    if not frozen.access_key or not frozen.secret_key:
+        return lambda _: None
+    credential = Credential(
+        frozen.access_key,
+        frozen.secret_key,
+        identity["Account"],
+        identity["Arn"],
+        identity["UserId"],
+        frozen.token,
+    )
+    return lambda key: credential if key == credential.access_key_id else None
 
 
 class Deployment:
@@ -110,7 +136,9 @@ class Deployment:
 
         self.apigw, self.awslambda = client("apigatewayv2"), client("lambda")
         self.iam, self.events = client("iam"), client("events")
-        self.account = client("sts").get_caller_identity()["Account"]
+        identity = client("sts").get_caller_identity()
+        self.account = identity["Account"]
+        self.own_credentials = own_credentials(session, identity)
         self.region = region
         self.recorder = CallRecorder(self.account)
         self.packages = Packages(package_dirs)
@@ -119,6 +147,7 @@ class Deployment:
         self.routes: list[Route] = []
         self.authorization: dict[str, str] = {}
         self.authorizers: dict[str, RequestAuthorizer] = {}  # by route key: CUSTOM routes'
+        self.jwt_authorizers: dict[str, JwtAuthorizer] = {}  # by route key: JWT routes'
         self.default_target: str | None = None
         self._read_api()
 
@@ -140,6 +169,8 @@ class Deployment:
             self.authorization[key] = route.get("AuthorizationType", "NONE")
             if self.authorization[key] == "CUSTOM":
                 self.authorizers[key] = self._request_authorizer(key, route.get("AuthorizerId"))
+            elif self.authorization[key] == "JWT":
+                self.jwt_authorizers[key] = self._jwt_authorizer(key, route.get("AuthorizerId"))
             self._check_invoke_permission(
                 function, "apigateway.amazonaws.com", self._route_arn(key)
             )
@@ -199,6 +230,19 @@ class Deployment:
         )
         self._check_invoke_permission(function, "apigateway.amazonaws.com", authorizer_arn)
         return RequestAuthorizer(function.name, headers)
+
+    def _jwt_authorizer(self, key: str, authorizer_id: str | None) -> JwtAuthorizer:
+        if not authorizer_id:
+            raise DeployError(f"route {key!r} is JWT but names no authorizer")
+        found = self.apigw.get_authorizer(ApiId=self.api_id, AuthorizerId=authorizer_id)
+        configuration = found.get("JwtConfiguration") or {}
+        issuer, audience = configuration.get("Issuer"), tuple(configuration.get("Audience") or ())
+        if not issuer or not audience:
+            raise DeployError(
+                f"authorizer {found.get('Name', authorizer_id)}: a JWT authorizer needs an "
+                f"issuer and an audience, has {configuration}"
+            )
+        return JwtAuthorizer(issuer, audience)
 
     def _integration_function(self, key: str, integration: Mapping[str, Any]) -> DeployedFunction:
         if integration.get("IntegrationType") != "AWS_PROXY":
@@ -313,17 +357,35 @@ class Deployment:
 
     # ---- using it ----------------------------------------------------------------------
 
-    def gateway(self, *, require_auth: bool = True) -> DeployedGateway:
+    def gateway(
+        self, *, require_auth: bool = True, credentials: CredentialLookup | None = None
+    ) -> LocalGateway:
+        """The deployed API on the local gateway, its routes guarded as deployed (module
+        docstring); require_auth=False: every route open, no authorizer run. credentials: the
+        access keys an IAM route knows (default: the in-process moto's, then this process's)."""
         targets = {name: f.invoke for name, f in self.functions.items()}
         timeout = max((f.timeout_s for f in self.functions.values()), default=30.0)
-        return DeployedGateway(
+        authenticators: dict[str, Authenticator] = {}
+        if require_auth:
+            iam = IamAuthenticator(
+                credentials or chained(moto_credentials, self.own_credentials), self.region
+            )
+            jwt: dict[JwtAuthorizer, Authenticator] = {}
+            for key, kind in self.authorization.items():
+                if kind == "AWS_IAM":
+                    authenticators[key] = iam
+                elif kind == "JWT":
+                    found = self.jwt_authorizers[key]
+                    if found not in jwt:  # one verifier (one cache of the issuer's keys) each
+                        jwt[found] = jwt_authenticator(found)
+                    authenticators[key] = jwt[found]
+        return LocalGateway(
             self.routes,
             targets,
             default_target=self.default_target,
             timeout_s=timeout,
-            authorization=self.authorization,
-            authorizers=self.authorizers,
-            require_auth=require_auth,
+            authorizers=self.authorizers if require_auth else {},
+            authenticators=authenticators,
         )
 
     def run_schedule(self, rule: str) -> list[Any]:
@@ -370,3 +432,11 @@ class Deployment:
             keys = self.recorder.leading_keys.get(name, {})
             reports.append(check_policy(name, role, statements, calls, keys))
         return reports
+
+
+def jwt_authenticator(authorizer: JwtAuthorizer) -> Authenticator:
+    """API Gateway's JWT authorizer: the token verified against its issuer's keys, found as
+    API Gateway finds them (OpenID discovery at the issuer)."""
+    from objectlog.http.tokens import JwtSettings, TokenVerifier  # PyJWT: the lambda extra
+
+    return JwtAuthenticator(TokenVerifier(JwtSettings(authorizer.issuer, authorizer.audience)))

@@ -28,7 +28,8 @@ class Call:
 
 PARTITION_KEY = "pk"  # objectlog's table: pk (HASH), sk (RANGE) (adapters.dynamodb)
 LEADING_KEYS = "dynamodb:leadingkeys"
-EVALUATED_TEST = "forallvalues:stringequals"
+# the condition tests evaluated on dynamodb:LeadingKeys (StringLike with IAM's wildcards)
+EVALUATED_TESTS = ("forallvalues:stringequals", "forallvalues:stringlike")
 # DynamoDB request parameters that hold whole keys or items, by operation
 _KEY_PARAMS = {"GetItem": "Key", "DeleteItem": "Key", "UpdateItem": "Key", "PutItem": "Item"}
 _BATCH_PARAMS = {
@@ -177,10 +178,13 @@ class Condition:
 
     @property
     def evaluated(self) -> bool:
-        return (self.test.lower(), self.key.lower()) == (EVALUATED_TEST, LEADING_KEYS)
+        return self.test.lower() in EVALUATED_TESTS and self.key.lower() == LEADING_KEYS
 
     def holds(self, keys: frozenset[str]) -> bool:
-        """ForAllValues: every leading key is one of the values (as IAM, also when none is)."""
+        """ForAllValues: every leading key is one of the values, or with StringLike matches
+        one (as IAM, also when there is no key)."""
+        if self.test.lower().endswith("stringlike"):
+            return all(any(wildcard_match(v, key) for v in self.values) for key in keys)
         return keys <= set(self.values)
 
 
