@@ -12,12 +12,18 @@ A subscribed instance is a member of its group whose session is the instance tim
 (``consumer.instance.timeout.ms``, 5 minutes by default): an instance that stops polling lapses,
 its partitions move to the group's other members, and its document answers
 ConsumerInstanceNotFound once idle for longer than the timeout (REST Proxy's expiry).
+
+An instance answers only the principal that created it (issue 37, docs/security.md): its
+document keeps its ``owner``; with authorization on, another principal is refused (Caller). One
+made before owners were kept answers anyone until it expires.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
+import logging
 import re
 import time
 import uuid
@@ -35,6 +41,7 @@ from objectlog.errors import (
     ConsumerInstanceNotFound,
     InvalidConsumerConfig,
     InvalidRequest,
+    NotAuthorized,
     ObjectLogError,
 )
 from objectlog.format.records import Record
@@ -55,6 +62,7 @@ EXPIRY_GRACE_S = 3_600  # the TTL removes an abandoned document this long after 
 ATTEMPTS = 5
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 INSTANCE_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
 
@@ -85,6 +93,19 @@ class InstanceSettings:
         )
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who asks (the HTTP doors' principal, http.guards): the instances it creates are its
+    own; with ``enforce`` (authorization on) it may use only those, ``require_read`` (raising
+    NotAuthorized) is asked of every topic a read reads, and a pattern subscribes to the
+    topics ``may_read``."""
+
+    principal: str
+    enforce: bool = False
+    require_read: Callable[[str], object] = lambda topic: None
+    may_read: Callable[[str], bool] = lambda topic: True
+
+
 @dataclass
 class Instance:
     """One consumer instance as its document stores it."""
@@ -94,6 +115,7 @@ class Instance:
     consumer: ConsumerState = field(default_factory=ConsumerState)
     pattern: str | None = None
     pattern_matched_ms: int = 0
+    owner: str | None = None  # the principal that created it (None: created before owners)
 
     def expires_ms(self) -> int:
         return self.last_seen_ms + self.settings.instance_timeout_ms
@@ -106,6 +128,7 @@ class Instance:
                 "consumer": self.consumer.to_json(),
                 "pattern": self.pattern,
                 "pattern_matched_ms": self.pattern_matched_ms,
+                "owner": self.owner,
             }
         )
 
@@ -118,6 +141,7 @@ class Instance:
             consumer=ConsumerState.from_json(data["consumer"]),
             pattern=data["pattern"],
             pattern_matched_ms=int(data["pattern_matched_ms"]),
+            owner=data.get("owner"),
         )
 
 
@@ -130,6 +154,13 @@ class ConsumerInstances:
         self.clock = log.clock
         # the default of instances created without one (the API's consumer.instance.timeout.ms)
         self.instance_timeout_ms = log.config.consumer_instance_timeout_ms
+        self.caller: Caller | None = None  # None: the library's own use, no owner
+
+    def serving(self, caller: Caller) -> ConsumerInstances:
+        """These instances as ``caller`` uses them (one request's view; the state is shared)."""
+        view = copy.copy(self)
+        view.caller = caller
+        return view
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -137,7 +168,8 @@ class ConsumerInstances:
         """A new instance in the group; its name (a generated one when name is None)."""
         validate_group_name(group)
         name = validate_instance_name(name or f"rest-consumer-{uuid.uuid4()}")
-        instance = Instance(settings, self.clock.now_ms())
+        owner = None if self.caller is None else self.caller.principal
+        instance = Instance(settings, self.clock.now_ms(), owner=owner)
         for _ in range(ATTEMPTS):
             body, version = self.documents.read(KIND, _key(group, name))
             if body is None:
@@ -254,6 +286,7 @@ class ConsumerInstances:
                 )
             if instance.pattern is not None and self._pattern_due(instance):
                 self._match_pattern(instance, consumer, _compile(instance.pattern))
+            self._require_reads(consumer)  # Kafka's Fetch: READ on each topic read
             wait_ms = settings.request_timeout_ms if timeout_ms is None else timeout_ms
             wait_ms = min(wait_ms, MAX_REQUEST_TIMEOUT_MS)
             records = _read(consumer, wait_ms, settings, max_bytes, max_records)
@@ -264,8 +297,15 @@ class ConsumerInstances:
     def commit(
         self, group: str, name: str, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None
     ) -> None:
-        """Commit the given offsets, or (None) the position of every partition read."""
-        self._use(group, name, lambda _, consumer: consumer.commit(offsets))
+        """Commit the given offsets, or (None) the position of every partition read (READ on
+        their topics, as OffsetCommit)."""
+
+        def run(_: Instance, consumer: Consumer) -> None:
+            if offsets is None:
+                self._require_reads(consumer)
+            consumer.commit(offsets)
+
+        self._use(group, name, run)
 
     def committed(
         self, group: str, name: str, partitions: Iterable[TopicPartition]
@@ -300,11 +340,35 @@ class ConsumerInstances:
         if body is not None:
             instance = Instance.from_json(body)
             if not self._expired(instance):
+                self._check_owner(group, name, instance)
                 return instance, version
             self._retire(group, name, instance, version)
         raise ConsumerInstanceNotFound(
             f"consumer instance {name!r} does not exist in group {group!r} (deleted, or idle "
             "for longer than its consumer.instance.timeout.ms)",
+            field="instance",
+        )
+
+    def _require_reads(self, consumer: Consumer) -> None:
+        """The caller's READ on every topic the consumer reads (NotAuthorized if not)."""
+        if self.caller is not None:
+            read = consumer.subscription() or {tp.topic for tp in consumer.assignment()}
+            for topic in sorted(read):
+                self.caller.require_read(topic)
+
+    def _check_owner(self, group: str, name: str, instance: Instance) -> None:
+        """Another principal's instance is refused (403, REST Proxy's 40301): its name is no
+        secret from who may READ the group (it is its member's client id), and a 404 would
+        tell the caller to make it again under a name that is taken."""
+        caller = self.caller
+        if caller is None or not caller.enforce or instance.owner in (None, caller.principal):
+            return
+        log.info(
+            "instance %s/%s of %s refused to %s", group, name, instance.owner, caller.principal
+        )
+        raise NotAuthorized(
+            f"{caller.principal} may not use consumer instance {name!r} of group {group!r}: "
+            "an instance answers only the principal that created it",
             field="instance",
         )
 
@@ -361,7 +425,8 @@ class ConsumerInstances:
     ) -> None:
         """Subscribe to the topics the pattern matches now (none: not a member until some
         topic matches, as a Kafka consumer with a pattern that matches nothing)."""
-        matched = [topic for topic in self.log.list_topics() if pattern.fullmatch(topic)]
+        may_read = (lambda _: True) if self.caller is None else self.caller.may_read
+        matched = [t for t in self.log.list_topics() if pattern.fullmatch(t) and may_read(t)]
         instance.pattern_matched_ms = self.clock.now_ms()
         if not matched:
             consumer.unsubscribe()

@@ -1,8 +1,10 @@
 """Consumer-group routes of the HTTP API: the fetch function serves them (its role reads and
-writes group items). Handlers only translate between HTTP and the library."""
+writes group items). Handlers only translate between HTTP and the library, after the ACL checks
+of http.guards (its table says which operation each route needs)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Annotated, Any
 
@@ -11,8 +13,11 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from objectlog.errors import InvalidRequest
+from objectlog.format.acls import CLUSTER_NAME
+from objectlog.format.acls import Operation as O
 from objectlog.format.topics import validate_topic_name
 from objectlog.groups import Membership, OffsetAndMetadata, TopicPartition
+from objectlog.http.guards import CLUSTER, GROUP, TOPIC
 from objectlog.http.models import (
     CommitRequest,
     CommittedOut,
@@ -27,20 +32,30 @@ from objectlog.http.models import (
     ResetOffsetsRequest,
     ResetOffsetsResponse,
 )
-from objectlog.http.routes import GroupName, MemberId, Services
+from objectlog.http.routes import GroupName, MemberId, Services, route_guard
 
 
 def groups_router(services: Services) -> Router:
     """Consumer groups: the fetch function serves them (its role reads and writes group items)."""
     router = Router()
+    guard = route_guard(services, router)
 
-    @router.get("/groups", summary="List consumer groups")
+    @router.get("/groups", summary="List consumer groups (those the caller may DESCRIBE)")
     def list_groups() -> GroupList:
-        return GroupList(groups=services.log.groups.list_groups())
+        groups = services.log.groups.list_groups()
+        if not guard.may(O.DESCRIBE, CLUSTER, CLUSTER_NAME):  # as Kafka's ListGroups
+            groups = guard.visible(O.DESCRIBE, GROUP, groups)
+        return GroupList(groups=groups)
 
     @router.get("/groups/<group>", summary="Describe a group: members, offsets and lag")
     def describe_group(group: GroupName) -> GroupOut:
+        guard.group(O.DESCRIBE, group)
         described = services.log.groups.describe(group)
+        topics = {p.topic for p in described.offsets}
+        seen = set(guard.visible(O.DESCRIBE, TOPIC, topics))
+        if seen != topics:  # left out, as Kafka's OffsetFetch of every partition does
+            kept = tuple(p for p in described.offsets if p.topic in seen)
+            described = dataclasses.replace(described, offsets=kept)
         return GroupOut.model_validate(
             {
                 "group": described.group,
@@ -58,6 +73,7 @@ def groups_router(services: Services) -> Router:
 
     @router.delete("/groups/<group>", summary="Delete an empty group and its offsets")
     def delete_group(group: GroupName) -> Response[None]:
+        guard.group(O.DELETE, group)
         services.log.groups.delete_group(group)
         return Response(204, "application/json", None)
 
@@ -67,6 +83,8 @@ def groups_router(services: Services) -> Router:
         responses={201: {"description": "joined"}},
     )
     def join(group: GroupName, request: Annotated[JoinRequest, Body()]) -> Response[MembershipOut]:
+        guard.group(O.READ, group)
+        guard.topics(O.DESCRIBE, request.topics)  # as KIP-848's ConsumerGroupHeartbeat
         membership = services.log.groups.join(
             group,
             request.topics,
@@ -83,6 +101,8 @@ def groups_router(services: Services) -> Router:
     def heartbeat(
         group: GroupName, member: MemberId, request: Annotated[HeartbeatRequest, Body()]
     ) -> MembershipOut:
+        guard.group(O.READ, group)
+        guard.topics(O.READ, (r.topic for r in request.release if r.offset is not None))
         membership = services.log.groups.heartbeat(
             group,
             member,
@@ -95,6 +115,8 @@ def groups_router(services: Services) -> Router:
     def leave(
         group: GroupName, member: MemberId, request: Annotated[LeaveRequest, Body()]
     ) -> Response[None]:
+        guard.group(O.READ, group)
+        guard.topics(O.READ, (r.topic for r in request.release if r.offset is not None))
         services.log.groups.leave(group, member, release=_releases(request.release))
         return Response(204, "application/json", None)
 
@@ -118,6 +140,8 @@ def groups_router(services: Services) -> Router:
         ] = False,
     ) -> CommittedResponse:
         wanted = _partition_list(partitions)
+        guard.group(O.DESCRIBE, group)
+        guard.topics(O.DESCRIBE, (tp.topic for tp in wanted))
         if not require_stable:
             found = services.log.groups.committed(group, wanted)
             return CommittedResponse(offsets=[_committed_out(tp, found.get(tp)) for tp in wanted])
@@ -132,6 +156,8 @@ def groups_router(services: Services) -> Router:
         summary="Commit offsets (fenced by the member and generation that own each partition)",
     )
     def commit(group: GroupName, request: Annotated[CommitRequest, Body()]) -> CommittedResponse:
+        guard.group(O.READ, group)
+        guard.topics(O.READ, (o.topic for o in request.offsets))
         offsets = {
             TopicPartition(o.topic, o.partition): OffsetAndMetadata(o.offset, o.metadata)
             for o in request.offsets
@@ -148,6 +174,8 @@ def groups_router(services: Services) -> Router:
     def reset_offsets(
         group: GroupName, request: Annotated[ResetOffsetsRequest, Body()]
     ) -> ResetOffsetsResponse:
+        guard.group(O.READ, group)  # OffsetCommit's, as AdminClient.alterConsumerGroupOffsets
+        guard.topics(O.READ, [*request.topics, *(o.topic for o in request.offsets)])
         targets = services.log.groups.reset_offsets(
             group,
             request.topics,

@@ -6,12 +6,17 @@ instances live (state in DynamoDB, group members, expiry). Bodies are REST Proxy
 in the OpenAPI document so the fuzz run sends them. Records are answered in the instance's
 embedded format: base64 (binary), JSON (json), or decoded from the Schema Registry's wire
 format with the writer's schema (avro, jsonschema, protobuf: objectlog.schemas.serde).
+
+Every route needs READ on the group, and on each topic it names (http.guards has the table);
+an instance answers only the principal that created it (clients.instances). A refusal answers
+403 with error_code 40301.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
@@ -27,10 +32,11 @@ from objectlog.errors import (
     RecordNotJson,
     UndecodableRecord,
 )
+from objectlog.format.acls import Operation
 from objectlog.format.records import Record
 from objectlog.groups.values import OffsetAndMetadata
 from objectlog.http import rest_proxy
-from objectlog.http.routes import Services, parse_model
+from objectlog.http.routes import Services, parse_model, route_guard
 from objectlog.schemas import serde
 from objectlog.schemas.registry import SchemaRegistry
 from objectlog.services.isolation import ISOLATION_LEVELS, READ_UNCOMMITTED
@@ -120,9 +126,15 @@ class CommitOffsets(BaseModel):
 
 def consumers_router(services: Services) -> Router:
     router = Router()
+    guard = route_guard(services, router, rest_proxy.DOOR)
 
     def instances() -> ConsumerInstances:  # built at the first request, not at import
-        return services.consumer_instances
+        return services.consumer_instances.serving(guard.caller())
+
+    def allowed(group: str, topics: Iterable[str] = ()) -> None:
+        """READ on the group, then on each topic named (before anything is read)."""
+        guard.group(Operation.READ, group)
+        guard.topics(Operation.READ, topics)
 
     def body(model: type[ModelT], *, optional: bool = False) -> ModelT:
         text = router.current_event.decoded_body
@@ -136,6 +148,7 @@ def consumers_router(services: Services) -> Router:
 
     @router.post(CONSUMERS, **_doc("create a consumer instance in the group", CreateConsumer))
     def create(group: str) -> Response[Any]:
+        allowed(group)
         request = body(CreateConsumer)
         settings = instances().default_settings(**_settings(request))
         name = instances().create(group, request.id or request.name, settings)
@@ -144,50 +157,59 @@ def consumers_router(services: Services) -> Router:
 
     @router.delete(INSTANCE, **_doc("delete the instance (it leaves its group)"))
     def delete(group: str, instance: str) -> Response[Any]:
+        allowed(group)
         instances().delete(group, instance)
         return answer(204)
 
     @router.post(f"{INSTANCE}/subscription", **_doc("subscribe to topics", Subscription))
     def subscribe(group: str, instance: str) -> Response[Any]:
         request = body(Subscription)
+        allowed(group, request.topics or ())
         instances().subscribe(group, instance, request.topics, request.topic_pattern)
         return answer(204)
 
     @router.get(f"{INSTANCE}/subscription", **_doc("the topics subscribed to"))
     def subscription(group: str, instance: str) -> Response[Any]:
+        allowed(group)
         return answer(200, {"topics": instances().subscription(group, instance)})
 
     @router.delete(f"{INSTANCE}/subscription", **_doc("unsubscribe (leave the group)"))
     def unsubscribe(group: str, instance: str) -> Response[Any]:
+        allowed(group)
         instances().unsubscribe(group, instance)
         return answer(204)
 
     @router.post(f"{INSTANCE}/assignments", **_doc("assign partitions by hand", Partitions))
     def assign(group: str, instance: str) -> Response[Any]:
         partitions = [p.tp() for p in body(Partitions).partitions]
+        allowed(group, (tp.topic for tp in partitions))
         instances().assign(group, instance, partitions)
         return answer(204)
 
     @router.get(f"{INSTANCE}/assignments", **_doc("the partitions the instance reads"))
     def assignments(group: str, instance: str) -> Response[Any]:
+        allowed(group)
         partitions = instances().assignment(group, instance)
         return answer(200, {"partitions": [_partition_out(tp) for tp in partitions]})
 
     @router.post(f"{INSTANCE}/positions", **_doc("seek to offsets", Offsets))
     def seek(group: str, instance: str) -> Response[Any]:
         offsets = {o.tp(): o.offset for o in body(Offsets).offsets}
+        allowed(group, (tp.topic for tp in offsets))
         instances().seek(group, instance, offsets)
         return answer(204)
 
     @router.post(f"{INSTANCE}/positions/beginning", **_doc("seek to the beginning", Partitions))
     def seek_to_beginning(group: str, instance: str) -> Response[Any]:
         partitions = [p.tp() for p in body(Partitions).partitions]
+        allowed(group, (tp.topic for tp in partitions))
         instances().seek_to_beginning(group, instance, partitions)
         return answer(204)
 
     @router.post(f"{INSTANCE}/positions/end", **_doc("seek to the end", Partitions))
     def seek_to_end(group: str, instance: str) -> Response[Any]:
         partitions = [p.tp() for p in body(Partitions).partitions]
+        allowed(group, (tp.topic for tp in partitions))
         instances().seek_to_end(group, instance, partitions)
         return answer(204)
 
@@ -213,6 +235,7 @@ def consumers_router(services: Services) -> Router:
             int | None, Query(ge=1, le=2**63 - 1, description="of keys and values")
         ] = None,
     ) -> Response[Any]:
+        allowed(group)  # and READ on what it reads, asked by the instance (clients.instances)
         wanted = _accepted_format(router.current_event.headers.get("accept"))
         most = MAX_SCHEMA_READ_BYTES if wanted in rest_proxy.SCHEMA_FORMATS else MAX_READ_BYTES
         limit = min(max_bytes or most, most)
@@ -231,6 +254,7 @@ def consumers_router(services: Services) -> Router:
     )
     def commit(group: str, instance: str) -> Response[Any]:
         given = body(CommitOffsets, optional=True).offsets
+        allowed(group, (o.topic for o in given or ()))  # none: the instance asks (its reads)
         # REST Proxy's offsets are those of the last records processed: it commits the next.
         offsets = (
             None
@@ -245,6 +269,7 @@ def consumers_router(services: Services) -> Router:
     )
     def committed(group: str, instance: str) -> Response[Any]:
         partitions = [p.tp() for p in body(Partitions).partitions]
+        allowed(group, (tp.topic for tp in partitions))
         found = instances().committed(group, instance, partitions)
         offsets = [
             {**_partition_out(tp), "offset": value.offset, "metadata": value.metadata or ""}

@@ -5,7 +5,8 @@ Proxy's documentation shows: produce in the binary and JSON embedded formats and
 formats (avro, jsonschema, protobuf: keys and values encoded by objectlog.schemas.serde with
 schemas of objectlog's registry, registered under the topic's subjects as REST Proxy registers
 them), topic and partition metadata in its shapes, its error bodies (``error_code``,
-``message``). objectlog's own routes and their JSON are untouched.
+``message``). objectlog's own routes and their JSON are untouched. Each route checks the ACLs
+first (http.guards, door ``rest-proxy``): a refusal answers 403 with error_code 40301.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from objectlog.errors import (
     InvalidRequest,
     InvalidSchema,
     NotAcceptable,
+    NotAuthorized,
     ObjectLogError,
     RecordNotJson,
     SchemaFormatRefused,
@@ -36,14 +38,16 @@ from objectlog.errors import (
     UnknownPartition,
     UnsupportedContentType,
 )
+from objectlog.format.acls import Operation
 from objectlog.format.topics import (
     PartitionInfo,
     TopicDescription,
     check_partition,
     validate_topic_name,
 )
+from objectlog.http.guards import TOPIC
 from objectlog.http.models import MAX_RECORDS_PER_REQUEST, b64decode, rest_proxy_produce_response
-from objectlog.http.routes import Services, parse_model, produce_and_wait
+from objectlog.http.routes import Services, parse_model, produce_and_wait, route_guard
 from objectlog.schemas import serde
 from objectlog.schemas.parsing import SchemaInput
 from objectlog.schemas.registry import SchemaRegistry
@@ -75,7 +79,10 @@ VALUE_SCHEMA_MISSING = 42202
 JSON_CONVERSION = 42203  # a key or value that does not fit its schema
 INVALID_SCHEMA = 42205
 SCHEMA_LOOKUP = 42207  # a schema registration or lookup that failed ("Error serializing message")
+KAFKA_AUTHORIZATION = 40301  # KAFKA_AUTHORIZATION_ERROR_CODE: the ACLs refused the request
+DOOR = "rest-proxy"  # its name in authorization logs and metrics (services.access)
 _SUB_CODES: tuple[tuple[type[ObjectLogError], int], ...] = (
+    (NotAuthorized, KAFKA_AUTHORIZATION),
     (TopicNotFound, TOPIC_NOT_FOUND),
     (UnknownPartition, PARTITION_NOT_FOUND),
     (ConsumerInstanceNotFound, 40403),
@@ -278,10 +285,12 @@ def partition_out(partition: int) -> dict[str, Any]:
     }
 
 
-def topic_out(description: TopicDescription) -> dict[str, Any]:
+def topic_out(description: TopicDescription, configs: bool = True) -> dict[str, Any]:
+    """A topic as REST Proxy shows it; ``configs``: whether the caller may see them."""
+    shown = description.topic.config.effective() if configs else {}
     return {
         "name": description.topic.name,
-        "configs": {k: str(v) for k, v in description.topic.config.effective().items()},
+        "configs": {k: str(v) for k, v in shown.items()},
         "partitions": [partition_out(p.partition) for p in description.partitions],
     }
 
@@ -319,6 +328,7 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
 def produce_router(services: Services) -> Router:
     """POST /kafka/topics/{topic} and .../partitions/{partition} (the produce function)."""
     router = Router()
+    guard = route_guard(services, router, DOOR)
 
     def answer(topic: str, partition: int | None) -> Response[str]:
         event = router.current_event
@@ -327,6 +337,9 @@ def produce_router(services: Services) -> Router:
         body = parse_model(ProduceBody, event.decoded_body)
         # as REST Proxy's producer, a produce to the topic may create it; to a partition, not
         may_create = partition is None
+        # WRITE on the topic (and CREATE if made here) also covers a schema registered under
+        # its subjects, as the Schema Registry authorizes registering (TopicNameStrategy)
+        guard.produce(services.log, topic, may_create=may_create)
         key_schema_id = value_schema_id = None
         if format_ in SCHEMA_FORMATS:
             # the topic first: no schema is registered for a topic the produce cannot reach
@@ -378,8 +391,10 @@ def produce_router(services: Services) -> Router:
 def metadata_router(services: Services) -> Router:
     """REST Proxy v2's topic and partition metadata (the fetch function)."""
     router = Router()
+    guard = route_guard(services, router, DOOR)
 
     def describe(topic: str) -> TopicDescription:
+        guard.topic(Operation.DESCRIBE, topic)
         return services.log.describe_topic(topic)
 
     def ok(body: Any) -> Response[str]:
@@ -388,11 +403,11 @@ def metadata_router(services: Services) -> Router:
 
     @router.get(f"{BASE}/topics", summary="REST Proxy v2: topic names", tags=["REST Proxy v2"])
     def list_topics() -> Response[str]:
-        return ok(services.log.list_topics())
+        return ok(guard.visible(Operation.DESCRIBE, TOPIC, services.log.list_topics()))
 
     @router.get(f"{BASE}/topics/<topic>", summary="REST Proxy v2: a topic", tags=["REST Proxy v2"])
     def get_topic(topic: str) -> Response[str]:
-        return ok(topic_out(describe(topic)))
+        return ok(topic_out(describe(topic), guard.config_shown(topic)))
 
     @router.get(
         f"{BASE}/topics/<topic>/partitions",

@@ -25,10 +25,12 @@ from objectlog.errors import (
     ObjectLogError,
     UnsupportedContentType,
 )
+from objectlog.format.acls import Operation
 from objectlog.format.records import check_key, check_record_size, record_size
 from objectlog.format.segment import HEADER_TYPE
 from objectlog.format.topics import PartitionInfo, TopicDescription, validate_topic_name
 from objectlog.http.access import HttpAccess
+from objectlog.http.guards import TOPIC, RouteGuard
 from objectlog.http.idempotency import HEADER as IDEMPOTENCY_HEADER
 from objectlog.http.idempotency import IdempotentRunner, Landed, Outcome, Produce
 from objectlog.http.models import (
@@ -182,27 +184,46 @@ class Services:
             self._log.close()
 
 
+def route_guard(services: Services, router: Router, door: str = "http") -> RouteGuard:
+    """The ACL checks of a router's routes (http.guards), on the request being answered."""
+    return RouteGuard(services.access, lambda: router.current_event.raw_event, door)
+
+
+def topic_out(guard: RouteGuard, description: TopicDescription) -> TopicOut:
+    """A topic's answer; its configs only to who may DESCRIBE_CONFIGS it."""
+    body = description.to_dict()
+    if not guard.config_shown(description.topic.name):
+        body["config"] = {}
+    return TopicOut.model_validate(body)
+
+
 def topic_admin_router(services: Services) -> Router:
     router = Router()
+    guard = route_guard(services, router)
 
     @router.post("/topics", summary="Create a topic", responses={201: {"description": "created"}})
     def create_topic(request: Annotated[CreateTopicRequest, Body()]) -> Response[TopicOut]:
+        guard.create_topic(request.name)
         topic = services.log.create_topic(request.name, request.partitions, request.config)
         empty = [PartitionInfo(p, 0, 0, 0, 0) for p in range(topic.partitions)]
-        body = TopicOut.model_validate(TopicDescription(topic, empty).to_dict())
-        return Response(201, "application/json", body)
+        return Response(201, "application/json", topic_out(guard, TopicDescription(topic, empty)))
 
     @router.patch("/topics/<topic>", summary="Alter a topic's config or grow its partitions")
     def alter_topic(topic: TopicName, request: Annotated[AlterTopicRequest, Body()]) -> TopicOut:
+        if request.partitions is not None:
+            guard.topic(Operation.ALTER, topic)
+        if request.set or request.delete:
+            guard.topic(Operation.ALTER_CONFIGS, topic)
         log = services.log
         if request.partitions is not None:
             log.add_partitions(topic, request.partitions)
         if request.set or request.delete:
             log.alter_topic_config(topic, set=request.set, delete=request.delete)
-        return TopicOut.model_validate(log.describe_topic(topic).to_dict())
+        return topic_out(guard, log.describe_topic(topic))
 
     @router.delete("/topics/<topic>", summary="Delete a topic")
     def delete_topic(topic: TopicName) -> Response[None]:
+        guard.topic(Operation.DELETE, topic)
         services.log.delete_topic(topic)
         return Response(204, "application/json", None)
 
@@ -213,6 +234,7 @@ def topic_admin_router(services: Services) -> Router:
     def delete_records(
         topic: TopicName, request: Annotated[DeleteRecordsRequest, Body()]
     ) -> DeleteRecordsResponse:
+        guard.topic(Operation.DELETE, topic)
         offsets = {p.partition: p.offset for p in request.partitions}
         starts = services.log.delete_records(topic, offsets)
         return DeleteRecordsResponse.model_validate(
@@ -224,11 +246,13 @@ def topic_admin_router(services: Services) -> Router:
 
 def produce_router(services: Services) -> Router:
     router = Router()
+    guard = route_guard(services, router)
 
     @router.post("/topics/<topic>/records", summary="Produce records")
     def produce(
         topic: TopicName, request: Annotated[ProduceRequest, Body()]
     ) -> Response[ProduceResponse]:
+        guard.produce(services.log, topic)
         records = [
             dict(
                 key=b64decode(r.key, f"records[{i}].key"),
@@ -261,6 +285,7 @@ def produce_router(services: Services) -> Router:
         enable_validation=False,  # Powertools validates JSON bodies only; the model does it here
     )
     def produce_rest_proxy(topic: str) -> Response[str]:
+        guard.produce(services.log, topic)
         event = router.current_event
         content_type = (event.headers.get("content-type") or "").split(";")[0].strip()
         if content_type != REST_PROXY_BINARY:
@@ -394,14 +419,17 @@ def landed_of(offsets: list[dict[str, Any]]) -> Landed:
 
 def fetch_router(services: Services) -> Router:
     router = Router()
+    guard = route_guard(services, router)
 
-    @router.get("/topics", summary="List topics")
+    @router.get("/topics", summary="List topics (those the caller may DESCRIBE)")
     def list_topics() -> TopicList:
-        return TopicList(topics=services.log.list_topics())
+        names = services.log.list_topics()
+        return TopicList(topics=guard.visible(Operation.DESCRIBE, TOPIC, names))
 
     @router.get("/topics/<topic>", summary="Describe a topic")
     def describe_topic(topic: TopicName) -> TopicOut:
-        return TopicOut.model_validate(services.log.describe_topic(topic).to_dict())
+        guard.topic(Operation.DESCRIBE, topic)
+        return topic_out(guard, services.log.describe_topic(topic))
 
     @router.get("/topics/<topic>/partitions/<partition>/records", summary="Fetch records")
     def fetch(
@@ -413,6 +441,7 @@ def fetch_router(services: Services) -> Router:
         max_wait_ms: Annotated[int, Query(ge=0, le=MAX_WAIT_MS)] = 0,
         isolation_level: IsolationLevel = READ_UNCOMMITTED,
     ) -> FetchResponse:
+        guard.topic(Operation.READ, topic)
         result = services.log.fetch(  # the library refuses an unknown isolation_level (400)
             topic,
             partition,
@@ -441,6 +470,7 @@ def fetch_router(services: Services) -> Router:
         partition: PartitionNumber,
         timestamp: Annotated[int | None, Query(ge=0, le=2**63 - 1)] = None,
     ) -> OffsetsResponse:
+        guard.topic(Operation.DESCRIBE, topic)
         log = services.log
         log.topic(topic)
         bounds = log.offsets(topic, partition)
