@@ -137,3 +137,16 @@ def test_authorized_operations_are_the_principals() -> None:
         Operation.WRITE,
         Operation.DESCRIBE,
     }
+
+
+def test_the_http_doors_of_a_container_share_one_acl_cache() -> None:
+    from types import SimpleNamespace
+
+    from objectlog.http.access import HttpAccess
+    from objectlog.stores.items import ItemStores
+
+    log = SimpleNamespace(items=ItemStores.memory(), clock=ManualClock(0))
+    access = HttpAccess(lambda: log, AccessSettings(enabled=True))  # type: ignore[arg-type,return-value]
+    doors = [access.door(name) for name in ("http", "rest-proxy", "schema-registry")]
+    assert doors[0].cache is doors[1].cache is doors[2].cache
+    assert access.door("http") is doors[0]

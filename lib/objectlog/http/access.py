@@ -59,12 +59,19 @@ class HttpAccess:
         return self._settings
 
     def door(self, name: str) -> AccessControl:
+        """The door's AccessControl; every door of the container shares one ACL cache."""
         with self._lock:
             access = self._doors.get(name)
             if access is None:
                 log = self._log()
+                shared = next(iter(self._doors.values()), None)
                 access = AccessControl(
-                    log.items.acls, log.clock, self.settings, door=name, emit=print_line
+                    log.items.acls,
+                    log.clock,
+                    self.settings,
+                    door=name,
+                    emit=print_line,
+                    cache=shared.cache if shared is not None else None,
                 )
                 self._doors[name] = access
             return access

@@ -110,12 +110,14 @@ class AccessControl:
         *,
         door: str,
         emit: Emit | None = None,
+        cache: AclCache | None = None,
     ) -> None:
         """``emit``: where a refusal's EMF line goes (print_line on Lambda and the standalone
         agent, whose stdout CloudWatch Logs reads); None: logged only."""
         self.settings = settings
         self.door = door
-        self.cache = AclCache(store, clock, settings.refresh_s)
+        # doors of one process may share one cache (http.access): one load, one check per 5 s
+        self.cache = cache or AclCache(store, clock, settings.refresh_s)
         self.refusals = 0
         self._emit = emit
         self._lock = threading.Lock()
