@@ -27,6 +27,7 @@ from kafka.admin import ACL as KafkaACL
 from kafka.admin import (
     ACLOperation,
     ACLPermissionType,
+    NewPartitions,
     NewTopic,
     ResourcePattern,
 )
@@ -195,7 +196,10 @@ def test_topic_administration_needs_its_operations(agent: AgentThread, log: Obje
             alice.create_topics([NewTopic("orders.eu", 1, 1)])
         with pytest.raises(TopicAuthorizationFailedError):
             alice.delete_topics([PAYMENTS])
+        with pytest.raises(TopicAuthorizationFailedError):  # ALTER adds partitions
+            alice.create_partitions({ORDERS: NewPartitions(4)})
         assert PAYMENTS in log.list_topics()
+        assert log.topic(ORDERS, fresh=True).partitions == 2
         admin.create_topics([NewTopic("orders.eu", 1, 1)])
         assert "orders.eu" in log.list_topics()
     finally:
@@ -337,3 +341,28 @@ def test_configs_need_describe_configs_and_alter_configs(agent: AgentThread) -> 
         assert failure.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     configs = next(iter(admin.describe_configs([read]).values())).result(timeout=15)
     assert configs["retention.ms"].value != "60000"  # alice's change was not made
+
+
+def test_aiokafka_is_refused_with_the_same_code(agent: AgentThread) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import TopicAuthorizationFailedError as AioTopicAuthorizationFailed
+
+    async def produce() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=agent.address,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username="alice",
+            sasl_plain_password=PASSWORDS["alice"],
+        )
+        await producer.start()
+        try:
+            await producer.send_and_wait(ORDERS, b"allowed", partition=0)
+            with pytest.raises(AioTopicAuthorizationFailed):
+                await producer.send_and_wait(PAYMENTS, b"refused", partition=0)
+        finally:
+            await producer.stop()
+
+    asyncio.run(produce())
