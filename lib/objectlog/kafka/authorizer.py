@@ -171,14 +171,35 @@ def with_body(request: Request, body: Any) -> Request:
     )
 
 
-async def rest(
-    handler: Handler, request: Request, any_left: bool, empty: dict[str, Any], **changes: Any
+async def each(
+    request: Request,
+    handler: Handler,
+    field: str,
+    answers: str,
+    allowed: Callable[[Any], bool],
+    refused_answer: Callable[[Any], dict[str, Any]],
+    *,
+    empty: dict[str, Any] | None = None,
+    changes: dict[str, Any] | None = None,
 ) -> Any:
-    """The handler's answer to the request with ``changes`` (the refused resources left out),
-    or ``empty`` when none is left (the handler is not asked about nothing)."""
-    if not any_left:
-        return empty
-    return await handler(with_body(request, narrowed(request.body, **changes)))
+    """The items of the request's list ``field`` that ``allowed`` refuses answered by
+    ``refused_answer`` in the answer's list ``answers``; the rest by the handler, asked with
+    the request without them (and ``changes``), or not asked when none is left (the answer's
+    other fields then ``empty``)."""
+    body = request.body
+    yes, no = split(getattr(body, field) or (), allowed)
+    if not no:
+        return await handler(request)
+    if yes:
+        answer = await handler(
+            with_body(request, narrowed(body, **{field: yes}, **(changes or {})))
+        )
+        if answer is None:  # Produce with acks=0 is not answered
+            return None
+    else:
+        answer = {"throttle_time": 0, **(empty or {}), answers: []}
+    answer[answers] = [*answer[answers], *(refused_answer(item) for item in no)]
+    return answer
 
 
 def refused(code: ErrorCode, **fields: Any) -> dict[str, Any]:
@@ -187,7 +208,6 @@ def refused(code: ErrorCode, **fields: Any) -> dict[str, Any]:
 
 
 async def per_topic(
-    g: Guarded,
     request: Request,
     handler: Handler,
     shape: TopicShape,
@@ -196,25 +216,23 @@ async def per_topic(
     empty: dict[str, Any] | None = None,
     when_refused: dict[str, Any] | None = None,
 ) -> Any:
-    """The topics ``allowed`` refuses answered TOPIC_AUTHORIZATION_FAILED, the rest by the
-    handler; ``when_refused``: fields of the body changed when any topic was refused (Fetch
-    answers at once); ``empty``: the answer's other fields when no topic is left."""
-    body = request.body
-    yes, no = split(getattr(body, shape.topics) or (), allowed)
-    if not no:
-        return await handler(request)
-    if yes:
-        changes = {shape.topics: yes, **(when_refused or {})}
-        answer = await handler(with_body(request, narrowed(body, **changes)))
-        if answer is None:  # Produce with acks=0 is not answered
-            return None
-    else:
-        answer = {"throttle_time": 0, **(empty or {}), shape.answers: []}
-    answer[shape.answers] = [
-        *answer[shape.answers],
-        *(shape.refused_topic(t, TOPIC_FAILED) for t in no),
-    ]
-    return answer
+    """The topics ``allowed`` refuses answered TOPIC_AUTHORIZATION_FAILED partition by
+    partition, the rest by the handler (``each``); ``when_refused``: fields of the body
+    changed when any topic was refused (Fetch answers at once)."""
+
+    def refused_topic(topic: Any) -> dict[str, Any]:
+        return shape.refused_topic(topic, TOPIC_FAILED)
+
+    return await each(
+        request,
+        handler,
+        shape.topics,
+        shape.answers,
+        allowed,
+        refused_topic,
+        empty=empty,
+        changes=when_refused,
+    )
 
 
 def topic_allows(

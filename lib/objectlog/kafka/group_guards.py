@@ -26,9 +26,9 @@ from objectlog.kafka.authorizer import (
     Guarded,
     Handler,
     TopicShape,
+    each,
     per_topic,
     refused,
-    rest,
     split,
     topic_allows,
 )
@@ -73,7 +73,7 @@ async def offset_commit(g: Guarded, request: Request, handler: Handler) -> Any:
     body = request.body
     if not g.gate.allows(O.READ, G, body.group_id):
         return OFFSETS.refused_all(body, GROUP_FAILED)
-    return await per_topic(g, request, handler, OFFSETS, topic_allows(g, O.READ))
+    return await per_topic(request, handler, OFFSETS, topic_allows(g, O.READ))
 
 
 async def offset_fetch(g: Guarded, request: Request, handler: Handler) -> Any:
@@ -86,15 +86,17 @@ async def offset_fetch(g: Guarded, request: Request, handler: Handler) -> Any:
         answer = await handler(request)
         _hide_topics(g.gate, answer, every=body.topics is None)
         return answer
-    yes, no = split(body.groups, lambda group: g.gate.allows(O.DESCRIBE, G, group.group_id))
-    answer = await rest(handler, request, bool(yes), {"throttle_time": 0, "groups": []}, groups=yes)
-    every = {group.group_id: group.topics is None for group in yes}
+    answer = await each(
+        request,
+        handler,
+        "groups",
+        "groups",
+        lambda group: g.gate.allows(O.DESCRIBE, G, group.group_id),
+        lambda group: {"group_id": group.group_id, "error_code": GROUP_FAILED, "topics": []},
+    )
+    every = {group.group_id: group.topics is None for group in body.groups}
     for group in answer["groups"]:
         _hide_topics(g.gate, group, every=every.get(group["group_id"], False))
-    answer["groups"] = [
-        *answer["groups"],
-        *({"group_id": group.group_id, "error_code": GROUP_FAILED, "topics": []} for group in no),
-    ]
     return answer
 
 
@@ -118,7 +120,7 @@ async def offset_delete(g: Guarded, request: Request, handler: Handler) -> Any:
     if not g.gate.allows(O.DELETE, G, body.group_id):
         return refused(GROUP_FAILED, topics=[])
     return await per_topic(
-        g, request, handler, OFFSETS, topic_allows(g, O.READ), empty={"error_code": 0}
+        request, handler, OFFSETS, topic_allows(g, O.READ), empty={"error_code": 0}
     )
 
 
@@ -129,35 +131,28 @@ async def find_coordinator(g: Guarded, request: Request, handler: Handler) -> An
         if not g.gate.allows(O.DESCRIBE, kind, body.key):
             return refused(code, node_id=-1, host="", port=-1)
         return await handler(request)
-    yes, no = split(body.coordinator_keys, lambda key: g.gate.allows(O.DESCRIBE, kind, key))
-    if not no:
-        return await handler(request)
-    answer = await rest(
-        handler, request, bool(yes), {"throttle_time": 0, "coordinators": []}, coordinator_keys=yes
+    return await each(
+        request,
+        handler,
+        "coordinator_keys",
+        "coordinators",
+        lambda key: g.gate.allows(O.DESCRIBE, kind, key),
+        lambda key: {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code},
     )
-    answer["coordinators"] = [
-        *answer["coordinators"],
-        *({"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code} for key in no),
-    ]
-    return answer
 
 
 def groups_each(field: str, operation: O, answers: str, key: str) -> Guard:
     """DescribeGroups, ConsumerGroupDescribe, DeleteGroups: each group refused on its own."""
 
     async def guard(g: Guarded, request: Request, handler: Handler) -> Any:
-        body = request.body
-        yes, no = split(getattr(body, field), lambda name: g.gate.allows(operation, G, name))
-        if not no:
-            return await handler(request)
-        answer = await rest(
-            handler, request, bool(yes), {"throttle_time": 0, answers: []}, **{field: yes}
+        return await each(
+            request,
+            handler,
+            field,
+            answers,
+            lambda name: g.gate.allows(operation, G, name),
+            lambda name: {key: name, "error_code": GROUP_FAILED, "authorized_operations": 0},
         )
-        answer[answers] = [
-            *answer[answers],
-            *({key: name, "error_code": GROUP_FAILED, "authorized_operations": 0} for name in no),
-        ]
-        return answer
 
     return guard
 
@@ -238,26 +233,18 @@ async def txn_offset_commit(g: Guarded, request: Request, handler: Handler) -> A
         return OFFSETS.refused_all(body, TXN_FAILED)
     if not g.gate.allows(O.READ, G, body.group_id):
         return OFFSETS.refused_all(body, GROUP_FAILED)
-    return await per_topic(g, request, handler, OFFSETS, topic_allows(g, O.READ))
+    return await per_topic(request, handler, OFFSETS, topic_allows(g, O.READ))
 
 
 async def describe_transactions(g: Guarded, request: Request, handler: Handler) -> Any:
-    body = request.body
-    yes, no = split(body.transactional_ids, lambda txn: g.gate.allows(O.DESCRIBE, X, txn))
-    if not no:
-        return await handler(request)
-    answer = await rest(
-        handler,
+    return await each(
         request,
-        bool(yes),
-        {"throttle_time": 0, "transaction_states": []},
-        transactional_ids=yes,
+        handler,
+        "transactional_ids",
+        "transaction_states",
+        lambda txn: g.gate.allows(O.DESCRIBE, X, txn),
+        lambda txn: not_described(txn, TXN_FAILED),
     )
-    answer["transaction_states"] = [
-        *answer["transaction_states"],
-        *(not_described(txn, TXN_FAILED) for txn in no),
-    ]
-    return answer
 
 
 async def list_transactions(g: Guarded, request: Request, handler: Handler) -> Any:

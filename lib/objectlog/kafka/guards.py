@@ -40,10 +40,10 @@ from objectlog.kafka.authorizer import (
     Guarded,
     Handler,
     TopicShape,
+    each,
     narrowed,
     per_topic,
     refused,
-    rest,
     split,
     topic_allows,
     with_body,
@@ -153,7 +153,7 @@ async def produce(g: Guarded, request: Request, handler: Handler) -> Any:
     txn = body.transactional_id
     if txn is not None and not g.gate.allows(O.WRITE, X, txn):
         return None if body.acks == 0 else PRODUCE.refused_all(body, TXN_FAILED)
-    return await per_topic(g, request, handler, PRODUCE, topic_allows(g, O.WRITE))
+    return await per_topic(request, handler, PRODUCE, topic_allows(g, O.WRITE))
 
 
 async def fetch(g: Guarded, request: Request, handler: Handler) -> Any:
@@ -169,7 +169,6 @@ async def fetch(g: Guarded, request: Request, handler: Handler) -> Any:
             return name is None or g.gate.allows(O.READ, T, name)
 
     return await per_topic(
-        g,
         request,
         handler,
         shape,
@@ -180,15 +179,15 @@ async def fetch(g: Guarded, request: Request, handler: Handler) -> Any:
 
 
 async def list_offsets(g: Guarded, request: Request, handler: Handler) -> Any:
-    return await per_topic(g, request, handler, LIST_OFFSETS, topic_allows(g, O.DESCRIBE))
+    return await per_topic(request, handler, LIST_OFFSETS, topic_allows(g, O.DESCRIBE))
 
 
 async def delete_records(g: Guarded, request: Request, handler: Handler) -> Any:
-    return await per_topic(g, request, handler, DELETE_RECORDS, topic_allows(g, O.DELETE))
+    return await per_topic(request, handler, DELETE_RECORDS, topic_allows(g, O.DELETE))
 
 
 async def describe_producers(g: Guarded, request: Request, handler: Handler) -> Any:
-    return await per_topic(g, request, handler, PRODUCERS, topic_allows(g, O.READ))
+    return await per_topic(request, handler, PRODUCERS, topic_allows(g, O.READ))
 
 
 # ---- Metadata and the topic lists -------------------------------------------------------------
@@ -224,90 +223,81 @@ async def metadata(g: Guarded, request: Request, handler: Handler) -> Any:
 
 
 async def describe_topic_partitions(g: Guarded, request: Request, handler: Handler) -> Any:
-    body = request.body
-    yes, no = split(body.topics, topic_allows(g, O.DESCRIBE))
-    if not no:
-        return await handler(request)
-    answer = await rest(
-        handler,
+    return await each(
         request,
-        bool(yes),
-        {"throttle_time": 0, "topics": [], "next_cursor": None},
-        topics=yes,
+        handler,
+        "topics",
+        "topics",
+        topic_allows(g, O.DESCRIBE),
+        lambda t: {"error_code": TOPIC_FAILED, "name": t.name, "partitions": []},
+        empty={"next_cursor": None},
     )
-    answer["topics"] = [
-        *answer["topics"],
-        *({"error_code": TOPIC_FAILED, "name": t.name, "partitions": []} for t in no),
-    ]
-    return answer
 
 
 # ---- topic administration ---------------------------------------------------------------------
 
 
 async def create_topics(g: Guarded, request: Request, handler: Handler) -> Any:
-    body = request.body
-    yes, no = split(body.topics, lambda t: g.gate.may_create_topic(t.name))
-    answer = await rest(handler, request, bool(yes), {"throttle_time": 0, "topics": []}, topics=yes)
+    answer = await each(
+        request,
+        handler,
+        "topics",
+        "topics",
+        lambda topic: g.gate.may_create_topic(topic.name),
+        lambda topic: {
+            "name": topic.name,
+            "error_code": TOPIC_FAILED,
+            "error_message": f"Authorization failed: CREATE on topic {topic.name}",
+            "num_partitions": -1,
+            "replication_factor": -1,
+        },
+    )
     for topic in answer["topics"]:  # v5+: configs only to who may describe them
         if topic.get("configs") and not g.gate.allows(O.DESCRIBE_CONFIGS, T, topic["name"]):
             topic["configs"] = []
             topic["topic_config_error_code"] = TOPIC_FAILED
-    answer["topics"] = [
-        *answer["topics"],
-        *(
-            {
-                "name": t.name,
-                "error_code": TOPIC_FAILED,
-                "error_message": f"Authorization failed: CREATE on topic {t.name}",
-                "num_partitions": -1,
-                "replication_factor": -1,
-            }
-            for t in no
-        ),
-    ]
     return answer
 
 
 async def delete_topics(g: Guarded, request: Request, handler: Handler) -> Any:
     body = request.body
     if request.api_version < 6:  # topic_names: plain names
-        yes, no = split(body.topic_names, lambda n: g.gate.allows(O.DELETE, T, n))
-        changed, refused_names = {"topic_names": yes}, list(no)
-    else:  # by name or by topic id
-        by_id = await g.ctx.names_by_id(t.topic_id for t in body.topics if t.name is None)
+        return await each(
+            request,
+            handler,
+            "topic_names",
+            "responses",
+            lambda name: g.gate.allows(O.DELETE, T, name),
+            lambda name: {"name": name, "error_code": TOPIC_FAILED},
+        )
+    by_id = await g.ctx.names_by_id(t.topic_id for t in body.topics if t.name is None)
 
-        def allowed(topic: Any) -> bool:
-            name = topic.name or by_id.get(topic.topic_id)  # unknown: UNKNOWN_TOPIC_ID
-            return name is None or g.gate.allows(O.DELETE, T, name)
+    def name_of(topic: Any) -> str | None:
+        return topic.name or by_id.get(topic.topic_id)  # None: UNKNOWN_TOPIC_ID, the handler's
 
-        yes, no = split(body.topics, allowed)
-        changed, refused_names = {"topics": yes}, [t.name or by_id[t.topic_id] for t in no]
-    if not no:
-        return await handler(request)
-    answer = await rest(
-        handler, request, bool(yes), {"throttle_time": 0, "responses": []}, **changed
+    def allowed(topic: Any) -> bool:
+        name = name_of(topic)
+        return name is None or g.gate.allows(O.DELETE, T, name)
+
+    return await each(
+        request,
+        handler,
+        "topics",
+        "responses",
+        allowed,
+        lambda topic: {"name": name_of(topic), "error_code": TOPIC_FAILED},
     )
-    answer["responses"] = [
-        *answer["responses"],
-        *({"name": n, "error_code": TOPIC_FAILED} for n in refused_names),
-    ]
-    return answer
 
 
 async def create_partitions(g: Guarded, request: Request, handler: Handler) -> Any:
-    body = request.body
-    yes, no = split(body.topics, topic_allows(g, O.ALTER))
-    if not no:
-        return await handler(request)
-    answer = await rest(
-        handler, request, bool(yes), {"throttle_time": 0, "results": []}, topics=yes
+    return await each(
+        request,
+        handler,
+        "topics",
+        "results",
+        topic_allows(g, O.ALTER),
+        lambda t: {"name": t.name, "error_code": TOPIC_FAILED},
     )
-    answer["results"] = [
-        *answer["results"],
-        *({"name": t.name, "error_code": TOPIC_FAILED} for t in no),
-    ]
-    return answer
 
 
 # ---- configs ----------------------------------------------------------------------------------
@@ -325,34 +315,21 @@ def _config_resource(resource_type: int, name: str) -> tuple[ResourceType, str]:
 
 def configs_guard(operation: O, answers: str) -> Guard:
     async def guard(g: Guarded, request: Request, handler: Handler) -> Any:
-        body = request.body
-
         def allowed(resource: Any) -> bool:
             kind, name = _config_resource(resource.resource_type, resource.resource_name)
             return g.gate.allows(operation, kind, name)
 
-        yes, no = split(body.resources, allowed)
-        if not no:
-            return await handler(request)
-        answer = await rest(
-            handler, request, bool(yes), {"throttle_time": 0, answers: []}, resources=yes
-        )
-        answer[answers] = [
-            *answer[answers],
-            *(
-                {
-                    "error_code": FAILED_FOR[kind],
-                    "error_message": f"Authorization failed: {operation.name} on "
-                    f"{kind.name} {name}",
-                    "resource_type": r.resource_type,
-                    "resource_name": r.resource_name,
-                    "configs": [],
-                }
-                for r in no
-                for kind, name in [_config_resource(r.resource_type, r.resource_name)]
-            ),
-        ]
-        return answer
+        def refused_resource(resource: Any) -> dict[str, Any]:
+            kind, name = _config_resource(resource.resource_type, resource.resource_name)
+            return {
+                "error_code": FAILED_FOR[kind],
+                "error_message": f"Authorization failed: {operation.name} on {kind.name} {name}",
+                "resource_type": resource.resource_type,
+                "resource_name": resource.resource_name,
+                "configs": [],
+            }
+
+        return await each(request, handler, "resources", answers, allowed, refused_resource)
 
     return guard
 
