@@ -31,15 +31,17 @@ run: install
 # The whole suite on two pytest-xdist workers (a test file stays on one worker, so a module's
 # fixtures and order hold), and beside it its emulator subset, the Spark tests and the Spark 3.5
 # read: the suite mostly waits (servers, rebalances, Terraform's polling), so the workers and
-# the jobs beside them share the 2 CPUs well. All must pass. The PySpark 4.0 run of the Spark
-# tests is a matrix entry: make test-spark-4.0. `make pytest` runs the suite on one worker.
+# the jobs beside them share the 2 CPUs well. All must pass. Files go to the workers in
+# collection order, the longest first (tests/conftest.py, LONG_FILES), not xdist's default of
+# most tests first. The PySpark 4.0 run of the Spark tests is a matrix entry: make
+# test-spark-4.0. `make pytest` runs the suite on one worker.
 BESIDE_THE_SUITE := test-emulators test-spark test-spark-3.5
 SPARK_TESTS := tests/e2e/test_spark.py tests/e2e/test_spark_isolation.py
 test: install prereqs lint
 	@mkdir -p build
 	@($(MAKE) --no-print-directory $(BESIDE_THE_SUITE) > build/test-beside.log 2>&1; \
 		echo $$? > build/test-beside.status) & \
-	$(BIN)/python -m pytest -n 2 --dist loadfile $(addprefix --ignore=,$(SPARK_TESTS)); suite=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(addprefix --ignore=,$(SPARK_TESTS)); suite=$$?; \
 	wait; \
 	echo "==== make $(BESIDE_THE_SUITE), run beside the suite (whole output: build/test-beside.log)"; \
 	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-beside.log; \

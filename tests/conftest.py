@@ -28,6 +28,18 @@ from objectlog.tools.gateway import LocalGateway, local_api
 from tests.e2e.early_deployment import EarlyDeployment
 
 KINDS = ("unit", "contract", "functional", "e2e")
+# The files that take longest, longest first (seconds on make test's two workers, --durations):
+# collected first, so that pytest-xdist (--dist loadfile --no-loadscope-reorder, Makefile) starts
+# them at once. Its default order, files with the most tests first, started these few-test files
+# last, and a worker ran the 155 s verify alone while the other had nothing left.
+LONG_FILES = (
+    "functional/test_verify.py",  # 155 (the short objectlog verify)
+    "e2e/test_terraform.py",  # 150 (a Terraform apply and destroy)
+    "functional/test_tables.py",  # 80
+    "functional/test_dev_persistence.py",  # 70 (objectlog dev and DynamoDB Local processes)
+    "functional/test_compaction_model.py",  # 47
+    "functional/test_compaction.py",  # 45
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -35,6 +47,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         kind = item.path.parent.name
         if kind in KINDS:
             item.add_marker(kind)
+    items.sort(key=long_files_first)  # stable: the order within a file and of the rest holds
+
+
+def long_files_first(item: pytest.Item) -> int:
+    path = item.path.as_posix()
+    return next((i for i, name in enumerate(LONG_FILES) if path.endswith(name)), len(LONG_FILES))
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 
@@ -11,6 +12,7 @@ from rich.console import Console
 
 from objectlog import ObjectLog
 from objectlog.config import Config
+from objectlog.telemetry import SERVICE
 from objectlog.tools.cli import main
 from objectlog.tools.verify.bad_input import CORPUS, TOPIC, run_corpus
 from objectlog.tools.verify.checker import FinalState, check
@@ -148,7 +150,13 @@ def test_hostile_requests_get_4xx_and_store_nothing(api: str, log: ObjectLog) ->
 def test_the_verify_command_prints_its_table_and_exits_by_verdict() -> None:
     runner = CliRunner()
     args = ["--ops", "60", "--faults", "none", "--no-bad-input", "--registry-operations", "40"]
-    result = runner.invoke(main, ["verify", *args])
+    # The command quiets the handlers' logger (to CRITICAL) for its process, here this worker's:
+    # the tests after it on the worker (caplog on objectlog's logs) need its level back.
+    level = logging.getLogger(SERVICE).level
+    try:
+        result = runner.invoke(main, ["verify", *args])
+    finally:
+        logging.getLogger(SERVICE).setLevel(level)
     assert result.exit_code == 0, result.output
     assert "verdict" in result.output and "PASS" in result.output
     assert "anomalies" in result.output and "faults injected" in result.output
