@@ -247,7 +247,7 @@ bench-schemas: install
 bench-transactions: install
 	$(BIN)/python -m bench.transactions --dynamodb $(DYNAMODB)
 
-# The Kafka agent with ACLs enforced vs without, side by side (issue 37; about 2 minutes).
+# The Kafka agent with ACLs enforced vs without, side by side (issue 37; about 1 minute).
 bench-acls: install
 	$(BIN)/python -m bench.acls --dynamodb $(DYNAMODB)
 
