@@ -74,11 +74,12 @@ variable "kms_key_arn" {
 }
 
 variable "jwt_authorizer" {
-  description = "Optional JWT authorizer ({issuer, audience, jwks_url (optional)}) replacing IAM (SigV4) authorization on every route but the Schema Registry's, whose authorizer then also accepts its bearer tokens."
+  description = "Optional JWT authorizer ({issuer, audience, jwks_url (optional), principal_claim (optional, sub): the claim naming the caller to the ACLs}) replacing IAM (SigV4) authorization on every route but the Schema Registry's, whose authorizer then also accepts its bearer tokens."
   type = object({
-    issuer   = string
-    audience = list(string)
-    jwks_url = optional(string)
+    issuer          = string
+    audience        = list(string)
+    jwks_url        = optional(string)
+    principal_claim = optional(string, "sub")
   })
   default = null
 }

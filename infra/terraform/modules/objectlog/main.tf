@@ -115,11 +115,16 @@ locals {
   # Kafka's authorizer settings (objectlog.services.access): every door that serves callers
   # reads them (the produce and fetch functions, the HTTP doors, and the Kafka agent).
   # authorize only authenticates: the functions behind it decide what its principal may do.
-  access_env = {
-    OBJECTLOG_AUTHORIZER                     = var.authorizer
-    OBJECTLOG_SUPER_USERS                    = join(";", var.super_users)
-    OBJECTLOG_ALLOW_EVERYONE_IF_NO_ACL_FOUND = tostring(var.allow_everyone_if_no_acl_found)
-  }
+  access_env = merge(
+    {
+      OBJECTLOG_AUTHORIZER                     = var.authorizer
+      OBJECTLOG_SUPER_USERS                    = join(";", var.super_users)
+      OBJECTLOG_ALLOW_EVERYONE_IF_NO_ACL_FOUND = tostring(var.allow_everyone_if_no_acl_found)
+    },
+    var.jwt_authorizer == null ? {} : {
+      OBJECTLOG_JWT_PRINCIPAL_CLAIM = var.jwt_authorizer.principal_claim
+    },
+  )
 
   function_env = {
     for fn, _ in local.functions : fn => merge(

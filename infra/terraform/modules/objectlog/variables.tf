@@ -86,11 +86,12 @@ variable "kms_key_arn" {
 }
 
 variable "jwt_authorizer" {
-  description = "Optional JWT authorizer (e.g. Cognito or any OIDC issuer) used instead of IAM (SigV4) authorization on every route but the Schema Registry's, whose authorizer then also accepts this issuer's bearer tokens. jwks_url: where its keys are, when not at the URL its OpenID discovery document names or at <issuer>/.well-known/jwks.json."
+  description = "Optional JWT authorizer (e.g. Cognito or any OIDC issuer) used instead of IAM (SigV4) authorization on every route but the Schema Registry's, whose authorizer then also accepts this issuer's bearer tokens. jwks_url: where its keys are, when not at the URL its OpenID discovery document names or at <issuer>/.well-known/jwks.json. principal_claim: the claim that names the caller to the ACLs, User:<claim> (OBJECTLOG_JWT_PRINCIPAL_CLAIM; sub by default)."
   type = object({
-    issuer   = string
-    audience = list(string)
-    jwks_url = optional(string)
+    issuer          = string
+    audience        = list(string)
+    jwks_url        = optional(string)
+    principal_claim = optional(string, "sub")
   })
   default = null
 
