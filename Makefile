@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-costs clean
+.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one.
@@ -255,6 +255,12 @@ bench-acls: install
 # S3 and DynamoDB latencies, each cited (docs/benchmarks.md); no endpoint, a few seconds.
 bench-latency: install
 	$(BIN)/python -m bench.latency_model
+
+# Limits and the monthly bill on AWS, modelled: Aiven's Inkless 1 GiB/s workload and a mostly
+# idle 10,000-partition deployment against AWS's limits and list prices, each cited
+# (bench/capacity_model.py, docs/benchmarks.md); no endpoint, a second or two.
+bench-capacity: install
+	$(BIN)/python -m bench.capacity_model
 
 # Request cost of a low-rate workload (64 partitions, one 16 KiB flush a second each, read once at
 # the tail), measured in real time per configuration; ~2 minutes. moto cannot take 64 commits a
