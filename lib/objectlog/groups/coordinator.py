@@ -8,7 +8,8 @@ claim it only from no owner or from an owner that is no longer in the group. A l
 owner learns of the move on its next heartbeat, commits (or drops) its position and releases
 the item, so revoked partitions are settled before they move (Kafka's cooperative protocol).
 A commit is one conditional UpdateItem on the offset item: owner and generation must match,
-so a zombie member's commit is rejected.
+so a zombie member's commit is rejected; one that would store what is stored is not written
+(groups.unchanged).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from objectlog.clock import Clock
 from objectlog.errors import (
-    CommitFailed,
     ConcurrentModification,
     GroupNotEmpty,
     GroupNotFound,
@@ -30,13 +30,17 @@ from objectlog.errors import (
 from objectlog.format.topics import Topic, check_partition
 from objectlog.groups.assignors import DEFAULT_STRATEGIES, assign, choose_strategy
 from objectlog.groups.resets import ResetTo, reset_target
-from objectlog.groups.transactional_offsets import TransactionalOffsets, fenced_message
+from objectlog.groups.transactional_offsets import TransactionalOffsets
+from objectlog.groups.unchanged import Committed, UnchangedCommits, store_commits
 from objectlog.groups.values import (
     GroupDescription,
     MemberDescription,
     Membership,
     OffsetAndMetadata,
     PartitionOffset,
+    committed_offsets,
+    covers,
+    group_phase,
     member_info,
     offset_value,
     validate_group_name,
@@ -64,7 +68,10 @@ class GroupCoordinator:
         self.store = store
         self.clock = clock
         self.offset_for_time = offset_for_time  # ObjectLog.offset_for_time
-        self.transactional = TransactionalOffsets(store, clock, pending, self._track)
+        self.unchanged = UnchangedCommits()  # every write to an offset item goes past it
+        self.transactional = TransactionalOffsets(
+            store, clock, pending, self._track, self.unchanged
+        )
         self._tracked: set[tuple[str, str]] = set()
 
     # ---- membership --------------------------------------------------------------------
@@ -85,13 +92,15 @@ class GroupCoordinator:
         info = member_info(topics, client_id, session_timeout_ms, strategies)
         self._require_topics(info.topics)
         member_id = member_id or f"{client_id}-{uuid.uuid4()}"
-        self.store.put_member(group, member_id, self.clock.now_ms(), session_timeout_ms)
+        now = self.clock.now_ms()
+        self.store.put_member(group, member_id, now, session_timeout_ms)
         try:
             state = self._rebalance(group, add=(member_id, info))
         except BaseException:
             self.store.delete_members(group, [member_id])
             raise
         self.store.register(group)
+        self.unchanged.renewed(group, member_id, now + session_timeout_ms)
         return self._settle(state, member_id)
 
     def heartbeat(
@@ -107,16 +116,20 @@ class GroupCoordinator:
         The offset items, not ``owned`` (what the member believes it holds), say what it owns.
         Raises UnknownMemberId when the member is no longer in the group: join again."""
         validate_group_name(group)
-        if not self.store.renew_member(group, member_id, self.clock.now_ms()):
+        self.unchanged.gone(group, member_id)  # until renewed below
+        now = self.clock.now_ms()
+        if not self.store.renew_member(group, member_id, now):
             raise UnknownMemberId(f"member {member_id} is not in group {group}: join again")
         state = self._rebalance(group)
         if member_id not in state.members:
             self.store.delete_members(group, [member_id])
             raise UnknownMemberId(f"member {member_id} was removed from group {group}: join again")
+        self.unchanged.renewed(group, member_id, now + state.members[member_id].session_timeout_ms)
         self._release(group, member_id, release or {})
         view = self._settle(state, member_id)
         if view.claimed and member_id not in self.store.get_group(group).members:  # paused
             self._release(group, member_id, dict.fromkeys(view.claimed))  # claimed back, stale
+            self.unchanged.gone(group, member_id)
             raise UnknownMemberId(f"member {member_id} was removed from group {group} meanwhile")
         return view
 
@@ -129,6 +142,7 @@ class GroupCoordinator:
     ) -> None:
         """Leave the group: release its partitions (with final offsets if given), rebalance."""
         validate_group_name(group)
+        self.unchanged.gone(group, member_id)
         state = self.store.get_group(group)
         self._release(group, member_id, release or {})
         still_held = state.assignment.get(member_id, ())
@@ -149,32 +163,30 @@ class GroupCoordinator:
         member_id: str | None = None,
         generation: int = -1,
         leader_epochs: Mapping[TopicPartition, int] | None = None,
+        session: str | None = None,
     ) -> None:
         """Store committed offsets: by the member that owns each partition in its generation,
         or (member_id None) by a consumer outside the group while no member owns them.
 
         Any offset of a partition that exists is kept, past the high watermark or below the log
-        start, as in Kafka, with ``leader_epochs`` (Kafka's committed_leader_epoch). Raises
+        start, as in Kafka, with ``leader_epochs`` (Kafka's committed_leader_epoch). A commit
+        of what this process last stored there through the same session (a Kafka connection) is not
+        written (groups.unchanged). Raises
         CommitFailed when fenced.
         """
         validate_group_name(group)
-        wanted = self._checked_offsets(offsets)
+        epochs, now = leader_epochs or {}, self.clock.now_ms()
+        wanted = {
+            TopicPartition(*tp): Committed.of(
+                offset_value(v), member_id, generation, epochs.get(tp, -1), session
+            )
+            for tp, v in offsets.items()
+        }
+        todo = {tp: c for tp, c in wanted.items() if not self.unchanged.skips(group, tp, c, now)}
+        self._check_partitions(todo)
         if member_id is None:
             self._track(group, {tp.topic for tp in wanted})
-        now = self.clock.now_ms()
-        for tp, value in sorted(wanted.items()):
-            old = self.store.commit(
-                group,
-                tp,
-                value.offset,
-                value.metadata,
-                now,
-                member_id=member_id,
-                generation=generation,
-                leader_epoch=(leader_epochs or {}).get(tp, -1),
-            )
-            if old is not None:
-                raise CommitFailed(fenced_message(group, tp, old, member_id, generation))
+        store_commits(self.store, self.unchanged, group, todo, now)
 
     def stable_committed(
         self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
@@ -183,13 +195,15 @@ class GroupCoordinator:
         holds pending, answered apart (Kafka's require_stable: UNSTABLE_OFFSET_COMMIT)."""
         items = self.committed_items(group, partitions, generation=generation)
         unstable = self.transactional.unstable(group, items)
-        return _offsets(items, unstable), unstable
+        return committed_offsets(items, unstable), unstable
 
     def committed(
         self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The committed offsets (committed_items, for a consumer)."""
-        return _offsets(self.committed_items(group, partitions, generation=generation), set())
+        return committed_offsets(
+            self.committed_items(group, partitions, generation=generation), set()
+        )
 
     def committed_items(
         self, group: str, partitions: Iterable[TopicPartition], *, generation: int = 0
@@ -199,9 +213,11 @@ class GroupCoordinator:
         checks and appends a commit under the group's lock (docs/kafka.md)."""
         validate_group_name(group)
         _, items = self.store.read(group, [], [TopicPartition(*tp) for tp in partitions])
+        self.unchanged.observe(group, items)
         for tp, item in items.items():
             if generation > 0 and item.owner is None and item.owner_generation < generation:
-                items[tp] = self.store.fence(group, tp, generation)
+                with self.unchanged.writing(group, [tp]):
+                    items[tp] = self.store.fence(group, tp, generation)
         return items
 
     # ---- admin -------------------------------------------------------------------------
@@ -244,7 +260,7 @@ class GroupCoordinator:
             if tp in heads
         )
         return GroupDescription(
-            group, _group_phase(state, items), state.generation, state.strategy, members, offsets
+            group, group_phase(state, items), state.generation, state.strategy, members, offsets
         )
 
     def reset_offsets(
@@ -277,7 +293,9 @@ class GroupCoordinator:
         self._track(group, {tp.topic for tp in targets})
         now = self.clock.now_ms()
         for tp, offset in sorted(targets.items()):
-            if not self.store.reset(group, tp, offset, now, state.generation):
+            with self.unchanged.writing(group, [tp]):
+                reset = self.store.reset(group, tp, offset, now, state.generation)
+            if not reset:
                 raise GroupNotEmpty(f"a member joined group {group!r} during the reset")
         return targets
 
@@ -289,8 +307,9 @@ class GroupCoordinator:
             raise GroupNotFound(f"group {group!r} does not exist", field="group")
         if state.members:
             raise GroupNotEmpty(f"group {group!r} has {len(state.members)} live member(s)")
-        counts = self._partition_counts(state.topics)
-        self.store.delete_offsets(group, _all_partitions(counts))
+        partitions = _all_partitions(self._partition_counts(state.topics))
+        with self.unchanged.writing(group, partitions):
+            self.store.delete_offsets(group, partitions)
         if not self.store.delete_group_item(group, state.generation):
             raise ConcurrentModification(f"group {group!r} changed during the delete; retry")
         self.store.unregister(group)
@@ -321,7 +340,7 @@ class GroupCoordinator:
             if add is not None:
                 members[add[0]] = add[1]
             counts = self._partition_counts(_subscribed(members))
-            if state.exists and members == state.members and _covers(state, counts):
+            if state.exists and members == state.members and covers(state, counts):
                 return state
             new = self._next_state(state, members, counts, now)
             if self.store.replace_group(new, previous=state):
@@ -362,6 +381,7 @@ class GroupCoordinator:
         assigned = state.assignment.get(member_id, ())
         everything = sorted({tp for tps in state.assignment.values() for tp in tps})
         _, items = self.store.read(state.name, [], everything)
+        self.unchanged.observe(state.name, items)
         holding = {tp for tp in assigned if self._holds(state, member_id, tp, items[tp])}
         stray = {tp for tp, item in items.items() if item.owner == member_id} - set(assigned)
         return Membership(
@@ -382,7 +402,9 @@ class GroupCoordinator:
             return True
         if item.owner is not None and item.owner in state.members:
             return False  # its previous owner has not released it yet
-        if self.store.claim(state.name, tp, member_id, state.generation, item.owner):
+        with self.unchanged.writing(state.name, [tp]):
+            claimed = self.store.claim(state.name, tp, member_id, state.generation, item.owner)
+        if claimed:
             return True
         _, items = self.store.read(state.name, [], [tp])  # a repeated claim of ours fails too
         return items[tp].owner == member_id
@@ -396,7 +418,8 @@ class GroupCoordinator:
         now = self.clock.now_ms()
         for tp, final in sorted(release.items()):
             stored = None if final is None else (final.offset, final.metadata, now)
-            self.store.release(group, TopicPartition(*tp), member_id, stored)
+            with self.unchanged.writing(group, [tp]):
+                self.store.release(group, TopicPartition(*tp), member_id, stored)
 
     # ---- helpers -----------------------------------------------------------------------
 
@@ -422,20 +445,16 @@ class GroupCoordinator:
                 heads[TopicPartition(topic, number)] = head
         return heads
 
-    def _checked_offsets(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
+    def _check_partitions(self, partitions: Collection[TopicPartition]) -> None:
         """Check every offset's partition exists before storing any. The offset itself may be
         any (offset_value refuses a negative one), as Kafka's coordinator accepts it: a commit
         past the high watermark (AdminClient.alterConsumerGroupOffsets, a group reset ahead of
         the producers) is kept, and a consumer resuming there waits for the records."""
-        wanted = {TopicPartition(*tp): offset_value(v) for tp, v in offsets.items()}
-        topics = self._active_topics({tp.topic for tp in wanted})
-        for tp in wanted:
+        topics = self._active_topics({tp.topic for tp in partitions})
+        for tp in partitions:
             if tp.topic not in topics:
                 raise TopicNotFound(f"topic {tp.topic!r} does not exist", field="topic")
             check_partition(topics[tp.topic], tp.partition)
-        return wanted
 
     def _reset_targets(
         self, group: str, topics: Collection[str], reset: ResetTo
@@ -467,34 +486,9 @@ class GroupCoordinator:
             self._tracked.update((group, t) for t in new)
 
 
-def _offsets(
-    items: Mapping[TopicPartition, OffsetItem], leaving_out: set[TopicPartition]
-) -> dict[TopicPartition, OffsetAndMetadata | None]:
-    return {
-        tp: None if i.offset is None else OffsetAndMetadata(i.offset, i.metadata)
-        for tp, i in items.items()
-        if tp not in leaving_out
-    }
-
-
 def _subscribed(members: Mapping[str, MemberInfo]) -> frozenset[str]:
     return frozenset(t for info in members.values() for t in info.topics)
 
 
 def _all_partitions(counts: Mapping[str, int]) -> list[TopicPartition]:
     return [TopicPartition(t, p) for t in sorted(counts) for p in range(counts[t])]
-
-
-def _covers(state: GroupState, counts: Mapping[str, int]) -> bool:
-    """The assignment covers exactly the subscribed topics' current partitions."""
-    assigned = {tp for tps in state.assignment.values() for tp in tps}
-    return assigned == set(_all_partitions(counts))
-
-
-def _group_phase(state: GroupState, items: Mapping[TopicPartition, OffsetItem]) -> str:
-    if not state.members:
-        return "Empty"
-    for member_id, tps in state.assignment.items():
-        if any(tp in items and items[tp].owner != member_id for tp in tps):
-            return "Rebalancing"
-    return "Stable"

@@ -14,11 +14,16 @@ to move.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from objectlog.clock import Clock
 from objectlog.errors import CommitFailed
 from objectlog.fan_out import fan_out
+from objectlog.groups.values import fenced_message
 from objectlog.stores.groups import GroupStore, OffsetItem, TopicPartition
+
+if TYPE_CHECKING:
+    from objectlog.groups.unchanged import UnchangedCommits
 
 Pending = Callable[[str, str], bool]  # (mark, group) -> the marking transaction has not ended
 
@@ -30,13 +35,15 @@ class TransactionalOffsets:
         clock: Clock,
         pending: Pending | None,
         track: Callable[[str, Iterable[str]], None],
+        unchanged: UnchangedCommits,
     ) -> None:
         """track(group, topics) registers a group committed to from outside (as a commit
-        with no member does: GroupCoordinator's)."""
+        with no member does: GroupCoordinator's); unchanged is told of every write."""
         self.store = store
         self.clock = clock
         self.pending = pending
         self.track = track
+        self.unchanged = unchanged
 
     def hold(
         self,
@@ -54,9 +61,10 @@ class TransactionalOffsets:
             self.track(group, {tp.topic for tp in wanted})
 
         def hold_one(tp: TopicPartition) -> None:
-            old = self.store.hold_pending(
-                group, tp, mark, member_id=member_id, generation=generation
-            )
+            with self.unchanged.writing(group, [tp]):
+                old = self.store.hold_pending(
+                    group, tp, mark, member_id=member_id, generation=generation
+                )
             if old is not None:
                 raise CommitFailed(fenced_message(group, tp, old, member_id, generation))
 
@@ -78,7 +86,9 @@ class TransactionalOffsets:
         def settle_one(item: tuple[TopicPartition, tuple[int, str, int] | None]) -> None:
             tp, value = item
             committed = None if value is None else (*value, now)
-            if not self.store.settle_pending(group, tp, mark, committed):
+            with self.unchanged.writing(group, [tp]):
+                settled = self.store.settle_pending(group, tp, mark, committed)
+            if not settled:
                 passed.append(tp)
 
         fan_out(settle_one, sorted(offsets.items()))
@@ -95,24 +105,3 @@ class TransactionalOffsets:
             and self.pending is not None
             and self.pending(item.pending, group)
         }
-
-
-def fenced_message(
-    group: str, tp: TopicPartition, old: OffsetItem, member_id: str | None, generation: int
-) -> str:
-    where = f"{tp.topic}/{tp.partition} in group {group!r}"
-    if member_id is None:
-        return (
-            f"cannot commit {where} from outside the group: member {old.owner} owns it "
-            f"(generation {old.owner_generation})"
-        )
-    if old.owner == member_id:
-        return (
-            f"cannot commit {where}: this member claimed it at generation "
-            f"{old.owner_generation}, after generation {generation} it commits for; rejoin"
-        )
-    owner = f"member {old.owner} (generation {old.owner_generation})" if old.owner else "no member"
-    return (
-        f"cannot commit {where}: it is now owned by {owner}, not by {member_id} "
-        f"(generation {generation}); the group rebalanced, rejoin"
-    )

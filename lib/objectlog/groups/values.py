@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from objectlog.errors import InvalidRequest
 from objectlog.format.topics import validate_topic_name
 from objectlog.groups.assignors import STRATEGIES
-from objectlog.stores.groups import MemberInfo, TopicPartition
+from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPartition
 
 # Kafka takes any non-empty group id and client id (librdkafka's suite names a group
 # "roundrobin,range", Kafka Connect and Streams derive theirs from user names): 1-249
@@ -150,3 +150,51 @@ def offset_value(value: OffsetAndMetadata | int | object) -> OffsetAndMetadata:
             field="metadata",
         )
     return OffsetAndMetadata(offset, metadata)
+
+
+def committed_offsets(
+    items: Mapping[TopicPartition, OffsetItem], leaving_out: Collection[TopicPartition]
+) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    """The offset items' committed offsets (None: never committed), less leaving_out."""
+    return {
+        tp: None if i.offset is None else OffsetAndMetadata(i.offset, i.metadata)
+        for tp, i in items.items()
+        if tp not in leaving_out
+    }
+
+
+def covers(state: GroupState, counts: Mapping[str, int]) -> bool:
+    """The assignment covers exactly the subscribed topics' current partitions."""
+    assigned = {tp for tps in state.assignment.values() for tp in tps}
+    return assigned == {TopicPartition(t, p) for t in counts for p in range(counts[t])}
+
+
+def group_phase(state: GroupState, items: Mapping[TopicPartition, OffsetItem]) -> str:
+    """Empty, Rebalancing (a partition not yet held by its assigned member) or Stable."""
+    if not state.members:
+        return "Empty"
+    for member_id, tps in state.assignment.items():
+        if any(tp in items and items[tp].owner != member_id for tp in tps):
+            return "Rebalancing"
+    return "Stable"
+
+
+def fenced_message(
+    group: str, tp: TopicPartition, old: OffsetItem, member_id: str | None, generation: int
+) -> str:
+    where = f"{tp.topic}/{tp.partition} in group {group!r}"
+    if member_id is None:
+        return (
+            f"cannot commit {where} from outside the group: member {old.owner} owns it "
+            f"(generation {old.owner_generation})"
+        )
+    if old.owner == member_id:
+        return (
+            f"cannot commit {where}: this member claimed it at generation "
+            f"{old.owner_generation}, after generation {generation} it commits for; rejoin"
+        )
+    owner = f"member {old.owner} (generation {old.owner_generation})" if old.owner else "no member"
+    return (
+        f"cannot commit {where}: it is now owned by {owner}, not by {member_id} "
+        f"(generation {generation}); the group rebalanced, rejoin"
+    )

@@ -27,6 +27,16 @@ T = TypeVar("T")
 PRINCIPAL: ContextVar[str] = ContextVar("objectlog_kafka_principal", default=ANONYMOUS)
 
 
+# The id of the connection the request being answered came on (server.py sets it): the
+# session whose repeated, unchanged offset commits groups.unchanged may answer without a write.
+CONNECTION: ContextVar[str | None] = ContextVar("objectlog_kafka_connection", default=None)
+
+
+def request_connection() -> str | None:
+    """The id of the connection the request being answered came on (None outside one)."""
+    return CONNECTION.get()
+
+
 def principal_of(user: str | None) -> str:
     """A connection's principal from its authenticated SCRAM user (None: unauthenticated)."""
     return ANONYMOUS if user is None else f"User:{user}"

@@ -31,7 +31,7 @@ from objectlog.kafka.classic import (
     ClassicGroup,
     Member,
 )
-from objectlog.kafka.context import ApiContext
+from objectlog.kafka.context import ApiContext, request_connection
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.group_offsets import OffsetFetchApi
 from objectlog.kafka.wakeups import Wakeups
@@ -363,7 +363,12 @@ class GroupsApi:
                     )
                 else:  # fenced in the item too: a later generation's commit stays
                     self.ctx.log.groups.commit(
-                        group_id, {tp: value}, generation=generation, leader_epochs=leader_epochs
+                        group_id,
+                        {tp: value},
+                        generation=generation,
+                        leader_epochs=leader_epochs,
+                        # an unchanged offset through this connection is not written again
+                        session=request_connection() if generation >= 0 else None,
                     )
             except CommitFailed:
                 errors[tp] = (

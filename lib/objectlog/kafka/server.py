@@ -19,6 +19,7 @@ import signal
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from objectlog.clients.direct import ObjectLog
 from objectlog.kafka.auth import SASL_AUTHENTICATE, SASL_HANDSHAKE, ConnectionAuth
 from objectlog.kafka.authorizer import HOST
 from objectlog.kafka.classic import INITIAL_REBALANCE_DELAY_MS
-from objectlog.kafka.context import PRINCIPAL, Broker, principal_of
+from objectlog.kafka.context import CONNECTION, PRINCIPAL, Broker, principal_of
 from objectlog.kafka.handlers import OFFSET_COMMIT, PRODUCE, SUPPORTED, Handlers
 from objectlog.kafka.metrics import ApiMetrics, carries_error
 from objectlog.kafka.users import Users
@@ -166,6 +167,7 @@ class Agent:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         host = str(peer[0]) if isinstance(peer, tuple) and peer else "*"
+        connection = uuid.uuid4().hex  # this connection's id (kafka.context.CONNECTION)
         this = asyncio.current_task()
         assert this is not None
         self.connections.add(this)
@@ -185,7 +187,7 @@ class Agent:
                     raise MalformedFrame(f"API {request.api_key} before authentication")
                 ordered = request.api_key in ORDERED_WRITES
                 after = previous.get(request.api_key if ordered else PRODUCE)
-                task = asyncio.create_task(self._answer(request, after, auth, host))
+                task = asyncio.create_task(self._answer(request, after, auth, host, connection))
                 if ordered:
                     previous[request.api_key] = task
                 await answers.put(task)
@@ -228,6 +230,7 @@ class Agent:
         after: asyncio.Task[Any] | None,
         auth: ConnectionAuth,
         host: str,
+        connection: str,
     ) -> bytes | None:
         if after is not None:  # writes on a connection apply in order
             with contextlib.suppress(Exception):
@@ -243,6 +246,7 @@ class Agent:
             else:  # each request is answered in its own task: the principal stays with it
                 PRINCIPAL.set(principal_of(auth.user if auth.authenticated else None))
                 HOST.set(host)
+                CONNECTION.set(connection)
                 values = await self.handlers.routes[request.api_key](request)
             if values is None:
                 return None
