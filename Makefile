@@ -251,6 +251,13 @@ bench-transactions: install
 bench-acls: install
 	$(BIN)/python -m bench.acls --dynamodb $(DYNAMODB)
 
+# What a reader at the tail of an idle topic costs (a library Consumer, a Kafka consumer through
+# the agent; every process's requests counted) and how soon it sees the first record after an
+# idle spell (issue 38; about 4 minutes; docs/groups.md).
+.PHONY: bench-idle
+bench-idle: install
+	$(BIN)/python -m bench.idle --dynamodb $(DYNAMODB)
+
 # Latency on AWS, modelled (not measured): the produce path's requests replayed with published
 # S3 and DynamoDB latencies, each cited (docs/benchmarks.md); no endpoint, a few seconds.
 bench-latency: install

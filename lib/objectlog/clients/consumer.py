@@ -230,6 +230,7 @@ class Consumer:
             background=fetch_ahead_bytes > 0,
             tail_wait_s=self.fetch_max_wait_s,
             isolation=isolation_level,  # read_committed: docs/transactions.md
+            activity=getattr(log, "activity", None),  # idle at the tail (services.activity)
         )
         self.isolation_level = isolation_level
         self._closed = False

@@ -40,6 +40,7 @@ from objectlog.groups.coordinator import GroupCoordinator
 from objectlog.schemas.record_names import RecordNames
 from objectlog.schemas.registry import SchemaRegistry
 from objectlog.schemas.validation import SchemaValidator
+from objectlog.services.activity import TopicActivity
 from objectlog.services.append import Appender
 from objectlog.services.delete_records import delete_records
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult, Reader
@@ -95,6 +96,7 @@ class ObjectLog:
         )
         self.metadata: MetadataStore = self.items.metadata
         self.lease_store: LeaseStore = self.items.leases
+        self.activity = TopicActivity(self.items.activity)  # touches, idle waits: one per log
         self.index = IndexStore(
             self.store, self.metadata, config.prefix, self.clock, config.delete_grace_ms
         )
@@ -294,7 +296,7 @@ class ObjectLog:
     def transactions(self) -> TransactionCoordinator:
         """Kafka's transaction coordinator on this log's table (docs/transactions.md)."""
         if self._transactions is None:
-            markers = PartitionMarkers(self.metadata, self._topic_id, self.clock)
+            markers = PartitionMarkers(self.metadata, self._topic_id, self.clock, self.activity)
             self._transactions = TransactionCoordinator(
                 self.items.transactions,
                 self.clock,
@@ -342,6 +344,7 @@ class ObjectLog:
             self.config.prefix,
             self.clock,
             compression=compression,
+            activity=self.activity,
         )
 
     # ---- fetch -------------------------------------------------------------------------
@@ -356,6 +359,7 @@ class ObjectLog:
                 self.range_reads.read_many,
                 lambda topic: self.topic(topic).partitions,
                 self.footers,
+                activity=self.activity,
             )
         return self._reader
 
@@ -478,17 +482,9 @@ class ObjectLog:
         for placed in self.index.placed_refs(head, head.log_start_offset):
             if placed.ref.max_timestamp < timestamp_ms:
                 continue
-            result = self.reader.fetch_many(
-                [
-                    FetchRequest(
-                        topic,
-                        partition,
-                        max(placed.base_offset, head.log_start_offset),
-                        placed.ref.length + 1,
-                    )
-                ],
-                heads={(topic, partition): head},
-            )[0]
+            start = max(placed.base_offset, head.log_start_offset)
+            request = FetchRequest(topic, partition, start, placed.ref.length + 1)
+            result = self.reader.fetch_many([request], heads={(topic, partition): head})[0]
             for record in result.records:
                 if record.timestamp >= timestamp_ms:
                     return record.offset

@@ -19,6 +19,10 @@ Who fetches what:
 Without a background thread (``background=False``), ``fill`` fetches every partition whose
 buffer is empty, a caught-up one once its wait is over: the synchronous consumer, as REST
 Proxy instances use it (one poll per request).
+
+A caught-up partition whose head has stayed still goes idle (services.activity): it is
+fetched again only once its topic's activity item changed (read every half second, shared by
+the process's consumers) or its fallback read is due, not every wait.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from objectlog.groups import TopicPartition
+from objectlog.services.activity import TopicActivity
 from objectlog.services.fetch import FetchRequest, FetchResult
 from objectlog.services.isolation import READ_UNCOMMITTED
 
@@ -76,8 +81,11 @@ class FetchAhead:
         background: bool,
         tail_wait_s: float,
         isolation: str = READ_UNCOMMITTED,
+        activity: TopicActivity | None = None,
     ) -> None:
         self._fetch_many = fetch_many
+        # None (the HTTP client's logs have none): caught-up partitions are read as before
+        self._activity = activity
         self._isolation = isolation
         self._request_bytes = request_bytes
         self._limit_bytes = limit_bytes
@@ -121,11 +129,31 @@ class FetchAhead:
                 for tp, b in self._buffers.items()
                 if not b.in_flight and not b.results and self._polls_fetch(b, now)
             }
+        idle = self._idle({tp for tp, b in due.items() if b.caught_up})  # may read (blocks)
+        with self._changed:
+            due = {
+                tp: b
+                for tp, b in due.items()
+                if tp not in idle and self._buffers.get(tp) is b and not b.in_flight
+            }
             for buffer in due.values():
                 buffer.in_flight = True
         if due:
             self._fetch(due)
         self.raise_failure()
+
+    def _idle(self, caught_up: set[TopicPartition]) -> set[TopicPartition]:
+        """Of the caught-up partitions, those whose heads need no read now."""
+        if self._activity is None or not caught_up:
+            return set()
+        by_topic: dict[str, list[int]] = {}
+        for tp in caught_up:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        idle: set[TopicPartition] = set()
+        for topic, partitions in by_topic.items():
+            due = self._activity.due(topic, partitions)
+            idle.update(TopicPartition(topic, p) for p in partitions if p not in due)
+        return idle
 
     def _polls_fetch(self, buffer: _Buffer, now: float) -> bool:
         if not buffer.fetched:
@@ -226,6 +254,7 @@ class FetchAhead:
             )
             for tp, b in due.items()
         ]
+        started = self._activity.now() if self._activity is not None else 0.0
         try:
             results = self._fetch_many(requests)
         except Exception as e:
@@ -241,6 +270,24 @@ class FetchAhead:
                 if self._buffers.get(tp) is buffer and buffer.next_offset == request.offset:
                     _land(buffer, result, self._tail_waits)  # still tracked at that position
             self._changed.notify_all()
+        if self._activity is not None:
+            self._saw(requests, results, started)
+
+    def _saw(
+        self, requests: list[FetchRequest], results: list[FetchResult], started: float
+    ) -> None:
+        """Show the activity's waiters the heads read afresh: a fetch at the tail always
+        reads its head (one below the high watermark may reuse one, clients.direct)."""
+        assert self._activity is not None
+        by_topic: dict[str, dict[int, tuple[int, int]]] = {}
+        for request, result in zip(requests, results, strict=True):
+            if not result.table.num_rows and result.next_offset == request.offset:
+                by_topic.setdefault(request.topic, {})[request.partition] = (
+                    result.high_watermark,
+                    result.last_stable_offset,
+                )
+        for topic, ends in by_topic.items():
+            self._activity.saw(topic, ends, started)
 
 
 def _land(buffer: _Buffer, result: FetchResult, tail_waits: tuple[float, float]) -> None:

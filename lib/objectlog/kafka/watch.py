@@ -4,6 +4,10 @@ A fetch that found nothing new registers the partitions it waits on, each with t
 waits beyond; one task reads the heads of every watched partition together (one BatchGetItem
 per topic) every interval and wakes the fetches whose partition moved past their offset. So
 a hundred consumers tailing a partition cost one head read per interval, not a hundred.
+
+Heads that stay still for a while stop being read: the log's activity (services.activity)
+says which partitions are due, and an idle topic costs one read of its activity item every
+half second until a writer touches it (or a fallback read every 30 s).
 """
 
 from __future__ import annotations
@@ -69,9 +73,15 @@ class HeadWatcher:
             by_topic: dict[str, list[int]] = defaultdict(list)
             for topic, partition in list(self._waiters):
                 by_topic[topic].append(partition)
+            activity = self.ctx.log.activity
             for topic, partitions in by_topic.items():
                 with contextlib.suppress(ObjectLogError):  # the next round reads again
-                    heads = await self.ctx.call(self.ctx.log.metadata.get_heads, topic, partitions)
+                    due = await self.ctx.call(activity.due, topic, partitions)
+                    if not due:
+                        continue
+                    started = activity.now()
+                    heads = await self.ctx.call(self.ctx.log.metadata.get_heads, topic, sorted(due))
+                    activity.saw_heads(topic, heads.values(), started)
                     self.reads += 1
                     for partition, head in heads.items():
                         for offset, committed, event in self._waiters.get((topic, partition), []):

@@ -3,7 +3,8 @@
 1. encode one Parquet slice per (topic, partition) and concatenate them into one object;
 2. PutObject with If-None-Match: * under a fresh ULID key;
 3. per partition, commit a ref to the head (HeadStore.commit), which assigns offsets;
-4. spill a head's tail into manifests when it has grown past its bound.
+4. touch the topics' activity items (services.activity: at most once a second per topic);
+5. spill a head's tail into manifests when it has grown past its bound.
 
 A head this Appender committed to last time tells it when a spill is near: the spill is then
 carried (services/index.py): the flush's object ends with the new index objects, and the
@@ -44,6 +45,7 @@ from objectlog.format.layout import l0_key
 from objectlog.format.segment import write_parquet
 from objectlog.format.topics import Topic
 from objectlog.format.txn import transactional
+from objectlog.services.activity import TopicActivity
 from objectlog.services.index import IndexStore, SpillPlan
 from objectlog.stores.metadata import (
     CarriedSpill,
@@ -144,6 +146,7 @@ class Appender:
         *,
         compression: str = "none",
         sleep: Callable[[float], None] = time.sleep,
+        activity: TopicActivity | None = None,
     ) -> None:
         self.store = store
         self.metadata = metadata
@@ -152,6 +155,7 @@ class Appender:
         self.clock = clock
         self.compression = compression
         self.sleep = sleep
+        self.activity = activity
         self.stats = AppendStats()
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="objectlog-commit")
         self._uploads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objectlog-upload")
@@ -226,6 +230,8 @@ class Appender:
         else:
             list(self._pool.map(commit, range(len(outcomes))))
         self.stats.commit_s += time.perf_counter() - started
+        if self.activity is not None:  # after the commits; any may have landed, answered or not
+            self.activity.committed(o.batch.topic.name for o in outcomes)
         self._spill_grown_heads(outcomes)
         return outcomes
 
@@ -276,10 +282,8 @@ class Appender:
         return parts, refs
 
     def upload(self, batches: Sequence[PartitionBatch]) -> tuple[str, list[SegmentRef]]:
-        """Write the batches as one L0 object, commit nothing: its id and one ref per batch.
-
-        For writers whose commits happen elsewhere (the Spark sink's driver).
-        """
+        """Write the batches as one L0 object, commit nothing: its id and one ref per batch,
+        for writers whose commits happen elsewhere (the Spark sink's driver)."""
         refs: list[SegmentRef] = []
         return self._upload(batches, refs), refs
 
@@ -442,14 +446,9 @@ class Appender:
         self, carried: Carried | None, batch: PartitionBatch, producer_id: str | None
     ) -> CarriedSpill | None:
         """The spill a commit carries, checked against the newest head known now."""
-        if carried is None:
+        if carried is None or (now := self._known_head(batch)) is None:
             return None
-        now = self._known_head(batch)
-        return (
-            None
-            if now is None
-            else self.index.carried(carried.plan, carried.location, now, producer_id)
-        )
+        return self.index.carried(carried.plan, carried.location, now, producer_id)
 
     def _done_carrying(self, batches: list[PartitionBatch]) -> None:
         with self._heads_lock:

@@ -26,14 +26,10 @@ from objectlog.format.l1 import decode_ref
 from objectlog.format.layout import object_key
 from objectlog.format.records import Record
 from objectlog.format.segment import SCHEMA, table_to_records
+from objectlog.services.activity import TopicActivity
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
-from objectlog.services.isolation import (
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
-    committed_plan,
-    end_of,
-)
+from objectlog.services.isolation import READ_COMMITTED, READ_UNCOMMITTED, committed_plan, end_of
 from objectlog.services.read_ahead import ReadAhead
 from objectlog.stores.metadata import MetadataStore, PartitionHead
 
@@ -108,10 +104,6 @@ class FetchResult:
         return iter(self.records)
 
 
-def _empty_table() -> pa.Table:
-    return SCHEMA.empty_table()
-
-
 class Reader:
     def __init__(
         self,
@@ -122,8 +114,10 @@ class Reader:
         partition_count: Callable[[str], int],
         footers: Footers,
         sleep: Callable[[float], None] = time.sleep,
+        activity: TopicActivity | None = None,
     ) -> None:
         self.metadata = metadata
+        self.activity = activity  # a long poll stops reading a still head (services.activity)
         self.index = index
         self.prefix = prefix
         self.footers = footers
@@ -244,14 +238,23 @@ class Reader:
         return table
 
     def _wait_for_data(self, request: FetchRequest, max_wait_ms: int) -> PartitionHead:
-        head = self.head(request.topic, request.partition)
+        head = self._watched_head(request)
         deadline = time.monotonic() + max_wait_ms / 1000
         delay = POLL_START_S
         while request.offset >= _end(request, head) and time.monotonic() < deadline:
             self._check_range(request, head)
             self.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, POLL_MAX_S)
-            head = self.head(request.topic, request.partition)
+            if self.activity is None or self.activity.due(request.topic, [request.partition]):
+                head = self._watched_head(request)
+        return head
+
+    def _watched_head(self, request: FetchRequest) -> PartitionHead:
+        """The partition's head, read now and shown to the activity's waiters."""
+        started = self.activity.now() if self.activity is not None else 0.0
+        head = self.head(request.topic, request.partition)
+        if self.activity is not None:
+            self.activity.saw_heads(request.topic, [head], started)
         return head
 
     @staticmethod
@@ -394,7 +397,7 @@ class Reader:
         plan: list[PlacedRef],
         tables: list[pa.Table],
     ) -> FetchResult:
-        table = pa.concat_tables(tables) if tables else _empty_table()
+        table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
         table = _trim(_from_offset(table, request.offset), request.max_bytes, request.max_records)
         if table.num_rows:
             next_offset = table.column("offset")[-1].as_py() + 1

@@ -27,6 +27,7 @@ from objectlog.clock import Clock
 from objectlog.errors import ObjectLogError, TopicNotFound
 from objectlog.fan_out import fan_out
 from objectlog.groups.coordinator import GroupCoordinator
+from objectlog.services.activity import TopicActivity
 from objectlog.stores.metadata import MetadataStore, kafka_producer
 from objectlog.stores.transactions import (
     TopicPartition,
@@ -45,10 +46,17 @@ logger = logging.getLogger(__name__)
 
 
 class PartitionMarkers:
-    def __init__(self, metadata: MetadataStore, topic_ids: TopicIds, clock: Clock) -> None:
+    def __init__(
+        self,
+        metadata: MetadataStore,
+        topic_ids: TopicIds,
+        clock: Clock,
+        activity: TopicActivity | None = None,
+    ) -> None:
         self.metadata = metadata
         self.topic_ids = topic_ids
         self.clock = clock
+        self.activity = activity
         # the first offsets this process opened transactions at, so its markers need no read
         self.firsts: LruCache[tuple[str, int, str, int], int] = LruCache(FIRSTS_KEPT)
 
@@ -94,7 +102,11 @@ class PartitionMarkers:
                 ),
             )
 
-        fan_out(mark_one, sorted(txn.partitions))
+        try:
+            fan_out(mark_one, sorted(txn.partitions))
+        finally:  # markers move last stable offsets; if one failed, others may have landed
+            if self.activity is not None:
+                self.activity.committed(tp.topic for tp in txn.partitions)
 
     def _on_head(self, topic: str, write: Callable[[str], object]) -> bool:
         """write(topic id) with the cached id, then once more with one read afresh if the

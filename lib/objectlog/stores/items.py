@@ -7,6 +7,7 @@ from typing import Any
 
 from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.stores.acls import AclStore
+from objectlog.stores.activity import ActivityStore, DynamoActivityStore, MemoryActivityStore
 from objectlog.stores.documents import DocumentStore, DynamoDocumentStore, MemoryDocumentStore
 from objectlog.stores.dynamo_acls import DynamoAclStore
 from objectlog.stores.dynamo_groups import DynamoGroupStore
@@ -31,6 +32,7 @@ class ItemStores:
     schemas: SchemaStore
     transactions: TransactionStore
     acls: AclStore
+    activity: ActivityStore
 
     @classmethod
     def dynamodb(cls, client: Any, table_name: str) -> ItemStores:
@@ -44,6 +46,7 @@ class ItemStores:
             DynamoSchemaStore(table),
             DynamoTransactionStore(table),
             DynamoAclStore(table),
+            DynamoActivityStore(table),
         )
 
     @classmethod
@@ -67,4 +70,5 @@ class ItemStores:
             MemorySchemaStore(),
             MemoryTransactionStore(),
             MemoryAclStore(),
+            MemoryActivityStore(),
         )

@@ -1,0 +1,151 @@
+"""Readers at the tail of a still topic stop reading its heads (services.activity), and a
+record produced after they went idle still reaches them at once: a library Consumer in a
+group, a ``fetch(max_wait_ms=)`` long poll, and a Kafka consumer through the agent. The
+writer is another ObjectLog (another process, as far as the activity can tell); the waits
+are shortened so that a reader goes idle within a second."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from objectlog import ObjectLog
+from objectlog.kafka.server import AgentThread
+from objectlog.services.activity import ActivitySettings
+from tests.kafka_agent_config import agent_config
+
+TOPIC = "still"
+PARTITIONS = 4
+FAST = ActivitySettings(touch_every_s=0.2, guard_s=0.3, idle_after_s=0.6, poll_s=0.1)
+ARRIVES_WITHIN_S = 3.0  # the fallback (30 s) and the agent fetch's wait (20 s) are far longer
+
+
+@pytest.fixture
+def writer(log: ObjectLog) -> ObjectLog:
+    log.activity.settings = FAST
+    log.create_topic(TOPIC, partitions=PARTITIONS)
+    return log
+
+
+@pytest.fixture
+def reader(writer: ObjectLog) -> Iterator[ObjectLog]:
+    with ObjectLog(writer.config) as log:
+        log.activity.settings = FAST
+        yield log
+
+
+class HeadReads:
+    """Partition heads the log reads (its DynamoDB client's GetItem and BatchGetItem keys)."""
+
+    def __init__(self, log: ObjectLog) -> None:
+        self.count = 0
+        events = log.metadata.client.meta.events
+        events.register("provide-client-params.dynamodb.GetItem", self._one)
+        events.register("provide-client-params.dynamodb.BatchGetItem", self._batch)
+
+    def _one(self, params: dict[str, Any], **_: Any) -> None:
+        self.count += _is_head(params["Key"])
+
+    def _batch(self, params: dict[str, Any], **_: Any) -> None:
+        self.count += sum(_is_head(k) for t in params["RequestItems"].values() for k in t["Keys"])
+
+
+def _is_head(key: dict[str, Any]) -> bool:
+    return str(key["pk"].get("S", "")).startswith("part#")
+
+
+def until_still(reads: Callable[[], int], keep_waiting: Callable[[], object]) -> None:
+    """Keep the reader waiting until half a second passes with no head read."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        before, window = reads(), time.monotonic() + 0.5
+        while time.monotonic() < window:
+            keep_waiting()
+        if reads() == before:
+            return
+    raise AssertionError("the reader kept reading heads")
+
+
+def produce_one(writer: ObjectLog) -> float:
+    producer = writer.producer()
+    producer.send(TOPIC, value=b"after the quiet", partition=2)
+    producer.flush()
+    return time.monotonic()
+
+
+def test_a_group_consumer_gets_a_record_produced_after_it_went_idle(
+    writer: ObjectLog, reader: ObjectLog
+) -> None:
+    heads = HeadReads(reader)
+    consumer = reader.consumer(group="idle", topics=[TOPIC])
+    try:
+        got: list[bytes] = []
+        until_still(lambda: heads.count, lambda: got.extend(r.value for r in consumer.poll(0.1)))
+        assert not got
+        produced = produce_one(writer)
+        while not got and time.monotonic() - produced < ARRIVES_WITHIN_S:
+            got.extend(r.value or b"" for r in consumer.poll(0.1))
+        assert got == [b"after the quiet"]
+    finally:
+        consumer.close()
+
+
+def test_a_long_poll_gets_a_record_produced_after_its_partition_went_idle(
+    writer: ObjectLog, reader: ObjectLog
+) -> None:
+    heads = HeadReads(reader)
+    quiet = time.monotonic() + 2 * FAST.idle_after_s
+    while time.monotonic() < quiet:  # the partition's activity is the process's, kept
+        reader.fetch(TOPIC, 2, 0, max_wait_ms=200)
+    answer: list[Any] = []
+    polling = threading.Thread(
+        target=lambda: answer.append(reader.fetch(TOPIC, 2, 0, max_wait_ms=20_000))
+    )
+    before = heads.count
+    polling.start()
+    time.sleep(1.0)
+    assert heads.count - before == 1  # the poll's own first read, then none while still
+    produced = produce_one(writer)
+    polling.join(timeout=20)
+    assert [r.value for r in answer[0].records] == [b"after the quiet"]
+    assert time.monotonic() - produced < ARRIVES_WITHIN_S
+
+
+def test_a_kafka_consumer_through_the_agent_gets_a_record_produced_after_it_went_idle(
+    writer: ObjectLog, reader: ObjectLog
+) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    agent = AgentThread(reader, agent_config()).start()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": agent.address,
+            "group.id": "idle-kafka",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 20_000,  # the wait is the watcher's: no early re-fetch
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+        handlers = agent.agent.handlers
+        assert handlers is not None
+        watcher = handlers.fetching.watcher
+        got: list[bytes] = []
+
+        def keep_polling() -> None:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+
+        until_still(lambda: watcher.reads, keep_polling)
+        produced = produce_one(writer)
+        while not got and time.monotonic() - produced < ARRIVES_WITHIN_S:
+            keep_polling()
+        assert got == [b"after the quiet"]
+    finally:
+        consumer.close()
+        agent.stop()
