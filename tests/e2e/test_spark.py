@@ -557,6 +557,8 @@ def test_sink_commits_each_batch_once(log: ObjectLog) -> None:
     assert commit_uploads(log, [upload(0, 0, 1)], "sq", batch_id=1).committed == 1  # p1: no data
     assert commit_uploads(log, [upload(1, 1, 4)], "sq", batch_id=2).committed == 1  # p1: a gap
     assert [log.offsets("dst", p).latest for p in range(2)] == [4, 6]
+    # every batch's commits touched the topic's activity: a still topic's waiters wake
+    assert log.items.activity.read("dst") >= 1
 
 
 def test_streaming_sink_is_exactly_once_over_a_replay(

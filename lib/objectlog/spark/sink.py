@@ -273,8 +273,11 @@ def commit_uploads(
         ]
 
     jobs = [by_partition[key] for key in sorted(by_partition)]
-    with ThreadPoolExecutor(max_workers=COMMIT_THREADS) as pool:
-        outcomes = list(pool.map(commit_partition, jobs))
+    try:
+        with ThreadPoolExecutor(max_workers=COMMIT_THREADS) as pool:
+            outcomes = list(pool.map(commit_partition, jobs))
+    finally:  # waiters at the tail of a still topic learn it moved (services.activity)
+        log.activity.committed(topic for topic, _ in by_partition)
     for pieces, results in zip(jobs, outcomes, strict=True):
         for (_, piece), result in zip(sorted(pieces, key=lambda i: i[0]), results, strict=True):
             if result.duplicate:
