@@ -38,7 +38,7 @@ topic (about $1.6 a month at on-demand list prices), against the commits it ride
 What the fallback bounds: a writer that died between its commit and its touch, a touch that
 failed (its commits are not counted as touched, so the next commit touches again), a commit
 whose answer was lost and that took effect later, writers that do not touch (older versions,
-bare ``metadata.commit`` callers such as the Spark sink, the transaction sweep's abort markers).
+the transaction sweep's abort markers; the Spark sink touches after each batch's commits).
 """
 
 from __future__ import annotations
