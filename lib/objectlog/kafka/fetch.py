@@ -64,7 +64,10 @@ class FetchApi:
             }
             waited = deadline - time.monotonic()
             if not await self.watcher.wait_beyond(positions, waited, committed=committed):
-                answers = await self._fetch_once(wanted, body.max_bytes, isolation)  # last look
+                # a last look, unless every partition is idle: then a commit since would have
+                # made it due (services.activity), and the next fetch reads it
+                if await self.watcher.any_due(positions):
+                    answers = await self._fetch_once(wanted, body.max_bytes, isolation)
                 break
         by_topic: dict[int, list[dict[str, Any]]] = {}
         for (topic, _, _), answer in zip(wanted, answers, strict=True):

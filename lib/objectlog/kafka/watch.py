@@ -62,6 +62,18 @@ class HeadWatcher:
                 else:
                     self._waiters.pop(key, None)
 
+    async def any_due(self, positions: Mapping[Key, int]) -> bool:
+        """Whether any of these partitions' heads is due a read (services.activity): False
+        only when every one is idle and its topic's activity has not moved since."""
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, partition in positions:
+            by_topic[topic].append(partition)
+        activity = self.ctx.log.activity
+        for topic, partitions in by_topic.items():
+            if await self.ctx.call(activity.due, topic, partitions):
+                return True
+        return False
+
     async def stop(self) -> None:
         """End the watch (the agent is stopping; its waiting fetches were cancelled)."""
         if self._task is not None:
