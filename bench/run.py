@@ -29,6 +29,19 @@ import numpy as np
 import pyarrow as pa
 
 from bench.meter import Requests, Stopwatch, Tally
+from bench.produce_floors import (
+    KEY_BYTES,
+    MIB,
+    PARTITIONS,
+    PRODUCER_DEPTH,
+    RECORD_BYTES,
+    RECORDS_PER_FLUSH,
+    EncodingFloor,
+    OwnRequests,
+    ProduceFloor,
+    flush_tables,
+    one_flush,
+)
 from bench.report import Report, Row, console
 from bench.server import (
     DEV_BUCKET,
@@ -43,19 +56,12 @@ from objectlog import FetchRequest, ObjectLog
 from objectlog.cache import LruCache
 from objectlog.clients.producer import RECORD_OVERHEAD, Producer
 from objectlog.clock import new_ulid, ulid_time_ms
-from objectlog.format.index import SegmentRef
 from objectlog.format.layout import object_key
-from objectlog.format.segment import decode_parquet, slice_table, write_parquet
+from objectlog.format.segment import decode_parquet
 from objectlog.services import fetch as fetch_module
-from objectlog.services.append import Appender, PartitionBatch, StagedFlush
 from objectlog.services.fetch import slice_cache
 from objectlog.stores.metadata import Commit
 
-MIB = 1 << 20
-RECORD_BYTES = 1024  # key + value
-KEY_BYTES = 16
-PARTITIONS = 4
-RECORDS_PER_FLUSH = MIB // RECORD_BYTES  # 1 MiB of records per flush
 STAGES = ("encode_s", "put_s", "commit_s", "spill_s")  # Appender.stats timings
 
 # AWS list prices, us-east-1: S3 Standard requests, DynamoDB on-demand request units.
@@ -99,11 +105,15 @@ def cold_caches(log: ObjectLog) -> None:
     log.index._placed = LruCache(256)
 
 
-def alternate(rounds: int, sides: dict[str, Callable[[], float]]) -> dict[str, list[float]]:
-    """Run every side once per round, in turn; seconds per run, by side."""
+def alternate(
+    rounds: int, sides: dict[str, Callable[[], float]], *, flip: bool = False
+) -> dict[str, list[float]]:
+    """Run every side once per round, in turn (flip: in reverse order every other round, so no
+    side always follows the same one); seconds per run, by side."""
     results: dict[str, list[float]] = {name: [] for name in sides}
-    for _ in range(rounds):
-        for name, run in sides.items():
+    for round_ in range(rounds):
+        order = list(sides.items())
+        for name, run in reversed(order) if flip and round_ % 2 else order:
             results[name].append(run())
     return results
 
@@ -164,146 +174,6 @@ class CpuSplit:
             )
 
 
-class ProduceFloor:
-    """The requests a flush needs at the least, from a bare boto3 loop: one PutObject of the
-    same bytes, then per partition one conditional UpdateItem that adds to its next offset,
-    idempotently (the producer's sequence must follow the last one)."""
-
-    def __init__(self, log: ObjectLog, object_bytes: int) -> None:
-        self.s3 = log.store.client
-        self.dynamodb = log.metadata.client
-        self.bucket, self.table = log.config.bucket, log.config.table
-        self.body = os.urandom(object_bytes)
-        self.sequences = [0] * PARTITIONS
-        self.items = uuid.uuid4().hex[:8]  # its own items: sequences start at 0
-        self.pool = ThreadPoolExecutor(PARTITIONS)
-        self.put_pool = ThreadPoolExecutor(1)
-        self.put_seconds: list[float] = []
-        self.update_seconds: list[float] = []
-
-    def put(self) -> None:
-        started = time.perf_counter()
-        self.s3.put_object(
-            Bucket=self.bucket, Key=f"floor/{uuid.uuid4().hex}", Body=self.body, IfNoneMatch="*"
-        )
-        self.put_seconds.append(time.perf_counter() - started)
-
-    def update(self, partition: int) -> None:
-        started = time.perf_counter()
-        sequence = self.sequences[partition]
-        self.dynamodb.update_item(
-            TableName=self.table,
-            Key={"pk": {"S": f"floor#{self.items}#{partition}"}, "sk": {"S": "head"}},
-            UpdateExpression="SET sq = :seq ADD nx :n",
-            ConditionExpression="attribute_not_exists(sq) OR sq = :prev",
-            ExpressionAttributeValues={
-                ":seq": {"N": str(sequence)},
-                ":prev": {"N": str(sequence - 1)},
-                ":n": {"N": str(RECORDS_PER_FLUSH // PARTITIONS)},
-            },
-            ReturnValues="UPDATED_NEW",
-        )
-        self.sequences[partition] = sequence + 1
-        self.update_seconds.append(time.perf_counter() - started)
-
-    def run(self, flushes: int, concurrent: bool, pipelined: bool = False) -> Callable[[], float]:
-        """pipelined: the next flush's PUT in flight while this one's UpdateItems run, the
-        producer's depth (clients.producer: the sender stages while the committer commits)."""
-
-        def update_all() -> None:
-            if concurrent:
-                list(self.pool.map(self.update, range(PARTITIONS)))
-            else:
-                for partition in range(PARTITIONS):
-                    self.update(partition)
-
-        def run() -> float:
-            started = time.perf_counter()
-            if pipelined:
-                upload = self.put_pool.submit(self.put)
-                for flush in range(flushes):
-                    upload.result()
-                    if flush + 1 < flushes:
-                        upload = self.put_pool.submit(self.put)
-                    update_all()
-            else:
-                for _ in range(flushes):
-                    self.put()
-                    update_all()
-            return time.perf_counter() - started
-
-        return run
-
-
-class PreEncoded(Appender):
-    """An Appender whose flushes are one fixed, already encoded body (no Parquet encoding):
-    the producer's requests (PUT, commits, carried or own spills) without its client work."""
-
-    def __init__(self, log: ObjectLog, body: bytes, refs: list[SegmentRef]) -> None:
-        super().__init__(log.store, log.metadata, log.index, log.config.prefix, log.clock)
-        self.body, self.refs = body, refs
-
-    def _encode_slices(
-        self, batches: Sequence[PartitionBatch]
-    ) -> tuple[list[pa.Buffer | bytes], list[SegmentRef]]:
-        return [self.body], list(self.refs)
-
-
-class OwnRequests:
-    """objectlog's own requests for a flush, from a bare loop (no producer, no encoding):
-    the same PutObject (the next one in flight while a flush commits, as in the producer), the
-    same commit UpdateItems (concurrent), carrying the same spills."""
-
-    def __init__(self, log: ObjectLog, topic: str, body: bytes, refs: list[SegmentRef]) -> None:
-        self.appender = PreEncoded(log, body, refs)
-        info = log.topic(topic)
-        one_row = slice_table(topic, 0, [None], [b""], [0], 0)
-        self.batches = [PartitionBatch(info, p, one_row) for p in range(PARTITIONS)]
-        self.sequence = 0
-        self.put_pool = ThreadPoolExecutor(1)
-
-    def run(self, flushes: int) -> Callable[[], float]:
-        appender = self.appender
-
-        def commit(staged: StagedFlush) -> None:
-            for outcome in staged.outcomes:
-                outcome.batch.sequence = self.sequence
-            self.sequence += 1
-            for outcome in appender.commit_staged(staged, "bench-own"):
-                assert outcome.error is None, outcome.error
-
-        def run() -> float:
-            started = time.perf_counter()
-            staged = self.put_pool.submit(appender.stage, self.batches)  # pipelined as the producer
-            for flush in range(flushes):
-                current = staged.result()
-                if flush + 1 < flushes:
-                    staged = self.put_pool.submit(appender.stage, self.batches)
-                commit(current)
-            return time.perf_counter() - started
-
-        return run
-
-
-def one_flush(topic: str, value: bytes, keys: list[bytes]) -> tuple[bytes, list[SegmentRef]]:
-    """One flush's L0 object as the Appender writes it: its body and one ref per partition."""
-    parts: list[bytes] = []
-    refs, position = [], 0
-    now = int(time.time() * 1000)
-    for partition in range(PARTITIONS):
-        part_keys = keys[partition::PARTITIONS]
-        table = slice_table(
-            topic, partition, part_keys, [value] * len(part_keys), [now] * len(part_keys), 0
-        )
-        sink = pa.BufferOutputStream()
-        write_parquet(sink, table)
-        parts.append(sink.getvalue().to_pybytes())
-        count = len(part_keys)
-        refs.append(SegmentRef(0, "", position, len(parts[-1]), count, count, now, now))
-        position += len(parts[-1])
-    return b"".join(parts), refs
-
-
 # The cost's head sizes come from an untimed run of their own, into a topic of its own (the
 # catch-up fetch reads "produce" as the timed runs left it): long enough for the heads to go
 # through spills, as they do in a steady stream.
@@ -320,6 +190,8 @@ def head_writes_sized(bench: Bench, run: Callable[[], float]) -> list[int]:
 
 
 FLOOR_SIDES = ["floor, one by one", "floor, concurrent", "floor, pipelined"]
+ENCODING_FLOOR = f"floor: encode + PUT, {PRODUCER_DEPTH} deep"
+SPLIT_FLOOR = f"encode | PUT | commit, {PRODUCER_DEPTH} deep"
 
 
 def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
@@ -350,8 +222,13 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     ours()  # warm up: clients, connections, the topic cache
     floor = ProduceFloor(log, producer.stats.bytes_put // producer.stats.objects_put)
     own = OwnRequests(log, "produce-own", *one_flush("produce-own", value, keys))
+    # The same slices the producer writes, as tables built before the clock starts.
+    tables = flush_tables(topic, keys, value, log.clock.now_ms())
+    encoding, split = EncodingFloor(log, tables), EncodingFloor(log, tables)
     sides = {
         "ours": ours,
+        ENCODING_FLOOR: encoding.run_pipelined(flushes),
+        SPLIT_FLOOR: split.run_pipelined(flushes, split=True),
         "floor, one by one": floor.run(flushes, concurrent=False),
         "floor, concurrent": floor.run(flushes, concurrent=True),
         "floor, pipelined": floor.run(flushes, concurrent=True, pipelined=True),
@@ -360,8 +237,11 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     for run in list(sides.values())[1:]:
         run()  # warm up
     bench.requests.take()
-    floor.put_seconds.clear()
-    floor.update_seconds.clear()
+    for side in (floor, encoding):
+        side.put_seconds.clear()
+        side.update_seconds.clear()
+    encoding.encode_seconds.clear()
+    encoding.commit_seconds.clear()
     loop_seconds.clear()
     before = dict(vars(producer.stats))
     tally = Tally()
@@ -374,7 +254,7 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
         return seconds
 
     cpu = CpuSplit(bench.endpoint)
-    results = alternate(rounds, cpu.wrap({**sides, "ours": ours_counted}))
+    results = alternate(rounds, cpu.wrap({**sides, "ours": ours_counted}), flip=True)
     counts = tally.counts
     bench.facts["floor"], bench.facts["own"] = floor, own
     stats = {k: getattr(producer.stats, k) - v for k, v in before.items()}
@@ -386,16 +266,44 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     ours_rate = mib / median(results["ours"])
     floor_name, floor_time = fastest(results, FLOOR_SIDES)
     floor_rate = mib / floor_time
+    encoding_time = median(results[ENCODING_FLOOR])
+    encoding_rate = mib / encoding_time
+    split_rate = mib / median(results[SPLIT_FLOOR])
     own_rate = mib / median(results["own requests"])
     report.add(
         Row(
             "produce: 1 MiB flushes of 1 KiB records, 4 partitions",
             ours_rate,
             "MiB/s",
-            floor_rate,
-            f"({floor_name}: PUT + 4 minimal conditional UpdateItems)",
+            encoding_rate,
+            f"(the floor since issue 38: the same {PARTITIONS} Parquet slices encoded from "
+            f"ready tables by the thread that PUTs them, {PRODUCER_DEPTH} flushes in flight as "
+            f"the producer's; PUT + {PARTITIONS} minimal conditional UpdateItems)",
             ">= 0.85 x floor",
-            ours_rate >= 0.85 * floor_rate,
+            ours_rate >= 0.85 * encoding_rate,
+        )
+    )
+    report.add(
+        Row(
+            "produce vs the floor of issue 18 (no encoding)",
+            ours_rate,
+            "MiB/s",
+            floor_rate,
+            f"({floor_name}: PUT of a ready body of the same size + {PARTITIONS} minimal "
+            "conditional UpdateItems)",
+            ">= 0.70 (0.70-0.79 before)",
+            ours_rate >= 0.70 * floor_rate,
+        )
+    )
+    report.add(
+        Row(
+            "produce vs the same work on the producer's threads",
+            ours_rate,
+            "MiB/s",
+            split_rate,
+            "(the floor's encoding, PUT and UpdateItems, each flush encoded on a thread of its "
+            "own, PUT on another, committed on a third, as the producer does; not the floor)",
+            note="for reference",
         )
     )
     report.add(
@@ -441,11 +349,17 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
     elapsed = sum(results["ours"])
     put_floor = median(floor.put_seconds) * 1000
     updates_floor = floor_time / flushes * 1000 - put_floor  # the floor's 4 UpdateItems
+
+    def ms(seconds: list[float]) -> str:
+        return f"{median(seconds) * 1000:.2f}"
+
     split = report.section(
-        f"produce: where the time goes ({total_flushes} flushes of 1 MiB; ms per flush)",
+        f"produce: where the time goes ({total_flushes} flushes of 1 MiB; ms per flush; the "
+        "floors' stages are medians of their calls)",
         "stage",
         "objectlog",
-        "floor",
+        "floor (issue 38)",
+        "floor (issue 18)",
         "note",
     )
     split.rows += [
@@ -453,25 +367,36 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
             "send() loop, application thread",
             f"{sum(loop_seconds) * per:.2f}",
             "",
+            "",
             f"{sum(loop_seconds) / (total_flushes * RECORDS_PER_FLUSH) * 1e6:.2f} us per "
             "record while the sender works (overlaps the stages below)",
         ),
-        ("encode: Parquet slices", f"{stats['encode_s'] * per:.2f}", "", ""),
+        (
+            "encode: Parquet slices",
+            f"{stats['encode_s'] * per:.2f}",
+            ms(encoding.encode_seconds),
+            "",
+            "objectlog: the sender thread; the floor: the thread that then PUTs them",
+        ),
         (
             "PutObject",
             f"{stats['put_s'] * per:.2f}",
+            ms(encoding.put_seconds),
             f"{put_floor:.2f}",
-            f"{stats['bytes_put'] / stats['objects_put'] / MIB:.3f} MiB per object",
+            f"{stats['bytes_put'] / stats['objects_put'] / MIB:.3f} MiB per object "
+            f"(carried spills included); the floor's {encoding.body_bytes / MIB:.3f} MiB",
         ),
         (
             "commit: 4 UpdateItems (concurrent)",
             f"{stats['commit_s'] * per:.2f}",
+            ms(encoding.commit_seconds),
             f"{updates_floor:.2f}",
-            f"floor ({floor_name}): its flush time less its PutObject",
+            f"floor of issue 18 ({floor_name}): its flush time less its PutObject",
         ),
         (
             "spills on their own: manifest-list PUT, UpdateItem",
             f"{stats['spill_s'] * per:.2f}",
+            "",
             "",
             f"{own_spills} spills on their own, "
             f"{stats['spill_s'] / max(1, own_spills) * 1000:.1f} ms each; "
@@ -481,12 +406,14 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
             "rest, less the overlap of the stages above",
             f"{(elapsed - sum(stats[k] for k in STAGES)) * per:.2f}",
             "",
+            "",
             "batching, partitioning, futures; negative when the sender's staging of a flush "
             "overlapped the previous flush's commit by more",
         ),
         (
             "total",
             f"{elapsed * per:.2f}",
+            f"{encoding_time / flushes * 1000:.2f}",
             f"{floor_time / flushes * 1000:.2f}",
             f"own requests, bare loop: {median(results['own requests']) / flushes * 1000:.2f}",
         ),
@@ -496,7 +423,7 @@ def produce_vs_floor(bench: Bench, rounds: int, flushes: int) -> None:
         f"produce: CPU per flush (ms; medians of {rounds} rounds of {flushes} flushes), this "
         f"process and the endpoint's, on {os.cpu_count()} CPUs",
         flushes,
-        ["ours", floor_name, "own requests"],
+        ["ours", ENCODING_FLOOR, SPLIT_FLOOR, floor_name, "own requests"],
     )
     bench.facts["produce"] = {
         "flushes": total_flushes,
