@@ -25,6 +25,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 
+from bench.kafka import produce_all
 from bench.meter import Requests
 from bench.report import Report, Row, console
 from bench.run import MIB, median
@@ -58,20 +59,10 @@ def grants() -> list[AclBinding]:
 def produce(agent: AgentThread, topic: str, count: int) -> float:
     import confluent_kafka
 
-    value = os.urandom(VALUE_BYTES)
     producer = confluent_kafka.Producer(
         {"bootstrap.servers": agent.address, "acks": "all", "linger.ms": 5}
     )
-    started = time.perf_counter()
-    for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, value, key=b"%d" % i)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    assert producer.flush(120) == 0, "records not delivered"
-    return time.perf_counter() - started
+    return produce_all(producer, topic, os.urandom(VALUE_BYTES), count)
 
 
 def consume(agent: AgentThread, topic: str, count: int) -> float:

@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench.report import Report, Row, console
 from bench.run import MIB, alternate, connect, median
@@ -100,20 +101,26 @@ def kafka_produce(
             }
         )
         before = agent.cpu_s()
-        started = time.perf_counter()
-        for i in range(count):
-            while True:
-                try:
-                    producer.produce(topic, value, key=b"%d" % i)
-                    break
-                except BufferError:  # the client's queue is full: let it drain
-                    producer.poll(0.01)
-        assert producer.flush(120) == 0
-        seconds = time.perf_counter() - started
+        seconds = produce_all(producer, topic, value, count)
         cpu.append(agent.cpu_s() - before)
         return seconds
 
     return run
+
+
+def produce_all(producer: Any, topic: str, value: bytes, count: int) -> float:
+    """Seconds for a confluent-kafka producer to send count records of value (keys 0, 1, ...)
+    and flush them, waiting while its queue is full."""
+    started = time.perf_counter()
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, value, key=b"%d" % i)
+                break
+            except BufferError:  # the client's queue is full: let it drain
+                producer.poll(0.01)
+    assert producer.flush(120) == 0, "records not delivered"
+    return time.perf_counter() - started
 
 
 class ConsumeClock:
