@@ -95,8 +95,11 @@ class GarbageCollector:
 
     def stale_objects(self, horizon_ms: int) -> list[str]:
         """Objects no index references (nor retired within grace) written at or before
-        horizon_ms: after a collection with that horizon, none (invariant 7)."""
-        referenced = self.referenced(self._heads(), self.clock.now_ms())
+        horizon_ms: after a collection with that horizon, none (invariant 7). The grace is
+        judged at that collection's time (its horizon + min_age_ms), as it judged it: an
+        object it kept because its retirement was within grace must not count as stale
+        because the grace ran out since (seen once in a verify run on LocalStack)."""
+        referenced = self.referenced(self._heads(), horizon_ms + self.min_age_ms)
         stale = _unreferenced_before(self._objects(), referenced, horizon_ms, self._table_dir)
         return [info.key for info in stale]
 
