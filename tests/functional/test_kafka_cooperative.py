@@ -89,5 +89,8 @@ def test_a_second_member_settles_in_two_rounds(agent: AgentThread) -> None:
         first.close()
         second.close()
     # 0113b's sequence: C_1 assigned both; round one revokes one from C_1 (empty assigns for
-    # both); round two assigns it to C_2 (and an empty assign to C_1)
-    assert settled == [(3, 1), (2, 0)]
+    # both); round two assigns it to C_2 (and an empty assign to C_1). Under load C_2's answer
+    # to round one can come after round two began (REBALANCE_IN_PROGRESS), so it sees round
+    # two's assign alone; a third round would show as more assigns or revokes on either side.
+    assert settled[0] == (3, 1)
+    assert settled[1] in ((2, 0), (1, 0))
