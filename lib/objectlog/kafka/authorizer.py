@@ -89,10 +89,6 @@ class Gate:
         return operations_bits(allowed)
 
 
-def gate_of(access: AccessControl) -> Gate:
-    return Gate.current(access)
-
-
 # ---- the answers for refused resources --------------------------------------------------------
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from objectlog.format.acls import CLUSTER_NAME, ResourceType
 from objectlog.format.acls import Operation as O
-from objectlog.format.acls import ResourceType
 from objectlog.kafka import configs as config_types
 from objectlog.kafka.authorizer import (
     CLUSTER_FAILED,
@@ -310,7 +310,7 @@ def _config_resource(resource_type: int, name: str) -> tuple[ResourceType, str]:
         return T, name
     if resource_type == config_types.GROUP:
         return G, name
-    return ResourceType.CLUSTER, "kafka-cluster"
+    return ResourceType.CLUSTER, CLUSTER_NAME
 
 
 def configs_guard(operation: O, answers: str) -> Guard:
