@@ -114,3 +114,21 @@ def test_a_spill_onto_a_layout_1_list_starts_an_inline_manifest_after_it(
     assert [entry.key for entry in entries] == ["m-old", ""]
     assert entries[1].base_offset == 45
     assert len(list(index.all_placed_refs(head))) == 15 + 17
+
+
+def test_a_spill_expires_the_least_recently_used_producers_a_few_at_a_time(
+    stores: tuple[IndexStore, MemoryMetadata, CountingStore],
+) -> None:
+    """Producers past the cap leave over several spills, oldest first: each spill's
+    UpdateExpression stays small (DynamoDB's 4 KB limit; moto fails at about 150 paths)."""
+    index, metadata, _ = stores
+    joined = index_module.PRODUCER_CAP + 20
+    for i in range(joined):  # producer p<i> last used at second i
+        metadata.commit(Commit("tid", "t", 0, ref(i), 10**15, f"p{i:02d}", 1, i))
+    head = metadata.get_head("t", 0)
+    assert head is not None and len(head.producers) == joined
+    expired = index.expired_producers(head)
+    assert expired == [f"p{i:02d}" for i in range(index_module.EXPIRED_PER_SPILL)]
+    assert index.spill(head)
+    head = metadata.get_head("t", 0)
+    assert head is not None and len(head.producers) == joined - index_module.EXPIRED_PER_SPILL

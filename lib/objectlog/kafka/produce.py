@@ -1,16 +1,16 @@
 """Produce and InitProducerId: Kafka record batches into objectlog's write path.
 
-A request's partitions become one L0 object and one commit per partition (per producer: an
-idempotent producer's batches commit with their sequences, DESIGN.md section 12). Idempotent
+The requests of all connections that arrive while a flush is under way become one L0 object
+and one commit per partition (kafka/coalesce.py's group commit; an idempotent or transactional
+producer's batches commit on their own, with their sequences, DESIGN.md section 12). Idempotent
 producers get ids from a DynamoDB counter and their epochs bumped as KIP-360 asks; the head
-keeps each one's last five batches (stores.kafka_window). Transactions are not offered.
+keeps each one's last five batches (stores.kafka_window).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
 from kio.schema.errors import ErrorCode
 
 from objectlog.cache import LruCache
@@ -18,10 +18,12 @@ from objectlog.errors import InvalidRecord, ObjectLogError
 from objectlog.format.records import check_keys
 from objectlog.format.topics import check_partition
 from objectlog.kafka.batches import InvalidBatch, decode_batches
+from objectlog.kafka.coalesce import GroupCommit
 from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.services.append import PartitionBatch
+from objectlog.services.group_commit import Entry, concatenated
 from objectlog.stores.metadata import KafkaSequence, kafka_producer
 
 LOG_APPEND_TIME = 1
@@ -34,8 +36,12 @@ class ProduceApi:
     def __init__(self, ctx: ApiContext) -> None:
         self.ctx = ctx
         self.appender = ctx.log.new_appender()
+        self.group_commit = GroupCommit(self.appender)  # every connection's requests
         # (topic, partition, producer key) -> the window's batch count the last commit left
         self.windows: LruCache[tuple[str, int, str], int] = LruCache(WINDOW_HINTS)
+
+    async def stop(self) -> None:
+        await self.group_commit.stop()
 
     def close(self) -> None:
         self.appender.close()
@@ -43,7 +49,7 @@ class ProduceApi:
     async def produce(self, request: Request) -> dict[str, Any] | None:
         body = request.body
         answers: dict[tuple[str, int], dict[str, Any]] = {}
-        by_producer: dict[str | None, list[PartitionBatch]] = {}
+        entries: list[Entry] = []
         for topic_data in body.topic_data:
             for data in topic_data.partition_data:
                 key = (topic_data.name, data.index)
@@ -52,12 +58,11 @@ class ProduceApi:
                 except (ObjectLogError, InvalidBatch) as e:
                     answers[key] = _produce_error(data.index, e)
                     continue
-                by_producer.setdefault(producer, []).append(batch)
-        for producer, batches in by_producer.items():
-            outcomes = await self.ctx.call(self.appender.append, batches, producer)
-            for outcome in outcomes:
-                self._remember_window(outcome, producer)
-                answers[(outcome.batch.topic.name, outcome.batch.partition)] = _produced(outcome)
+                entries.append(Entry(batch, producer))
+        outcomes = await self.group_commit.append(entries) if entries else []
+        for entry, outcome in zip(entries, outcomes, strict=True):
+            self._remember_window(outcome, entry.producer)
+            answers[(outcome.batch.topic.name, outcome.batch.partition)] = _produced(outcome)
         if body.acks == 0:
             return None
         return {
@@ -81,18 +86,14 @@ class ProduceApi:
         stamped = topic.config.timestamp_type == LOG_APPEND_TIME
         now = self.ctx.log.clock.now_ms() if stamped else None
         decoded = decode_batches(data.records or b"", name, data.index, log_append_ms=now)
-        table = pa.concat_tables([batch.table for batch in decoded])
+        table = concatenated([batch.table for batch in decoded])  # positions run on
+        if table.num_rows == 0:
+            raise InvalidBatch(f"{name}/{data.index}: no records")
         check_keys(topic, table.column("key"))  # refuses the partition's batch, as Kafka does
         if topic.config.schema_validated:  # the same: a schema id the topic's subject lacks
             check = self.ctx.log.schema_validator.check
             columns = [table.column(name) for name in ("key", "value", "headers")]
             await self.ctx.call(check, topic, *columns)
-        if len(decoded) > 1:  # positions run on across the batches
-            table = table.set_column(
-                table.schema.get_field_index("offset"),
-                "offset",
-                pa.array(range(table.num_rows), type=pa.int64()),
-            )
         producer, sequence = self._sequence(name, data.index, decoded)
         transactional = decoded[0].transactional and sequence is not None
         batch = PartitionBatch(

@@ -162,6 +162,7 @@ class Agent:
         await asyncio.gather(*self.connections, return_exceptions=True)
         if self.handlers is not None:
             await self.handlers.fetching.watcher.stop()
+            await self.handlers.producing.stop()
             await asyncio.to_thread(self.handlers.close)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -26,8 +26,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,16 +43,21 @@ from objectlog.errors import (
 from objectlog.format.index import LEVEL_L0, SegmentRef
 from objectlog.format.layout import l0_key
 from objectlog.format.segment import write_parquet
-from objectlog.format.topics import Topic
 from objectlog.format.txn import transactional
 from objectlog.services.activity import TopicActivity
+from objectlog.services.flushes import (
+    AppendOutcome,
+    AppendStats,
+    Carried,
+    PartitionBatch,
+    StagedFlush,
+)
 from objectlog.services.index import IndexStore, SpillPlan
 from objectlog.stores.metadata import (
     CarriedSpill,
     Commit,
     CommitResult,
     HeadStore,
-    KafkaSequence,
     PartitionHead,
 )
 from objectlog.stores.objects import ObjectStore
@@ -62,70 +67,6 @@ logger = logging.getLogger(__name__)
 COMMIT_ATTEMPTS = 6
 PUT_ATTEMPTS = 4
 BACKOFF_S = 0.02
-
-
-@dataclass
-class PartitionBatch:
-    """Records bound for one partition, as a slice table (offset column = positions)."""
-
-    topic: Topic
-    partition: int
-    table: pa.Table
-    sequence: int = 0
-    kafka: KafkaSequence | None = None  # a Kafka producer's batch (the Kafka agent's)
-    transactional: bool = False  # a Kafka producer's transactional batch (docs/transactions.md)
-
-    @property
-    def records(self) -> int:
-        return self.table.num_rows
-
-
-@dataclass
-class AppendOutcome:
-    batch: PartitionBatch
-    base_offset: int | None = None
-    duplicate: bool = False
-    error: ObjectLogError | None = None
-    head: PartitionHead | None = None
-
-
-@dataclass(frozen=True)
-class Carried:
-    """A spill a flush's object carries for one of its partitions, and the list's location."""
-
-    plan: SpillPlan
-    location: str
-
-
-@dataclass
-class StagedFlush:
-    """A flush whose object is written (object_id set) or failed (every outcome's error set),
-    not yet committed: Appender.stage's answer, Appender.commit_staged's input. ``carried``
-    holds the spills the object carries, by outcome index."""
-
-    outcomes: list[AppendOutcome]
-    refs: list[SegmentRef] = field(default_factory=list)
-    object_id: str | None = None
-    carried: dict[int, Carried] = field(default_factory=dict)
-    upload: Future[None] | None = None  # the PUT in flight (Appender.stage)
-
-
-@dataclass
-class AppendStats:
-    """Counters for benchmarks and metrics."""
-
-    objects_put: int = 0
-    bytes_put: int = 0
-    commits: int = 0
-    commit_retries: int = 0
-    reuploads: int = 0
-    spills: int = 0
-    carried_spills: int = 0  # of the spills, those a commit carried
-    carried_spills_raced: int = 0  # carried spills another writer's change made void
-    encode_s: float = 0.0
-    put_s: float = 0.0
-    commit_s: float = 0.0
-    spill_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -180,14 +121,22 @@ class Appender:
         """Write the batches as one object and commit each partition; never raises per batch."""
         return self.commit_staged(self.stage(batches), producer_id)
 
-    def stage(self, batches: Sequence[PartitionBatch]) -> StagedFlush:
+    def stage(
+        self,
+        batches: Sequence[PartitionBatch],
+        producers: Sequence[str | None] | None = None,
+    ) -> StagedFlush:
         """Step 1 of append: encode the object now and upload it on this Appender's upload
         thread; never raises per batch. The caller encodes its next flush while this one's
         PUT is in flight, and commit_staged waits for the PUT. A producer stages its next
         flush while the previous one commits (sequences are assigned between the two steps,
-        so they follow commit order)."""
-        outcomes = [AppendOutcome(batch) for batch in batches if batch.records]
+        so they follow commit order). ``producers``, one per batch: a flush of several
+        producers' batches (the Kafka agent's group commit, kafka/coalesce.py)."""
+        kept = [i for i, batch in enumerate(batches) if batch.records]
+        outcomes = [AppendOutcome(batches[i]) for i in kept]
         staged = StagedFlush(outcomes)
+        if producers is not None:
+            staged.producers = [producers[i] for i in kept]
         if not outcomes:
             return staged
         plans = self._spill_plans(outcomes)
@@ -221,14 +170,18 @@ class Appender:
         if object_id is None:
             return outcomes
         started = time.perf_counter()
+        producers = staged.producers or [producer_id] * len(outcomes)
 
-        def commit(i: int) -> None:
-            self._commit(outcomes[i], staged.refs[i], staged.carried.get(i), object_id, producer_id)
+        def commit(run: list[int]) -> None:  # a partition's commits in order, each on the last
+            for i in run:
+                ref, carried = staged.refs[i], staged.carried.get(i)
+                self._commit(outcomes[i], ref, carried, object_id, producers[i])
 
-        if len(outcomes) == 1:
-            commit(0)
+        runs = _partition_runs(outcomes)
+        if len(runs) == 1:
+            commit(runs[0])
         else:
-            list(self._pool.map(commit, range(len(outcomes))))
+            list(self._pool.map(commit, runs))
         self.stats.commit_s += time.perf_counter() - started
         if self.activity is not None:  # after the commits; any may have landed, answered or not
             self.activity.committed(o.batch.topic.name for o in outcomes)
@@ -497,3 +450,11 @@ class Appender:
             except ObjectLogError as e:  # the next commit will try again
                 logger.warning("spill of %s/%s failed: %s", head.topic, head.partition, e)
         self.stats.spill_s += time.perf_counter() - started
+
+
+def _partition_runs(outcomes: Sequence[AppendOutcome]) -> list[list[int]]:
+    """The outcomes' indices grouped by partition, in order."""
+    runs: dict[tuple[str, int], list[int]] = {}
+    for i, outcome in enumerate(outcomes):
+        runs.setdefault((outcome.batch.topic.name, outcome.batch.partition), []).append(i)
+    return list(runs.values())

@@ -53,6 +53,11 @@ MANIFEST_MAX_REFS = 512
 # Producer state kept in a head: at most this many producers, none unused for longer.
 PRODUCER_CAP = 24
 PRODUCER_EXPIRY_S = 24 * 3600
+# A spill removes at most this many producers' state (the least recently used first): each is
+# four REMOVE paths in the spill's (or the carrying commit's) UpdateExpression, which must stay
+# well inside DynamoDB's 4 KB expression limit (and moto's parser, which fails past about 150
+# paths). Many producers joining at once are expired over several spills.
+EXPIRED_PER_SPILL = 8
 # Replaced index and data objects stay readable this long (Kafka's file.delete.delay.ms).
 DEFAULT_DELETE_GRACE_MS = 60_000
 PRELOAD_THREADS = 8  # index objects read at once by preload()
@@ -302,13 +307,16 @@ class IndexStore:
         )
 
     def expired_producers(self, head: PartitionHead) -> list[str]:
+        """The producers a spill of head removes: beyond PRODUCER_CAP or unused for longer
+        than PRODUCER_EXPIRY_S, the least recently used first, at most EXPIRED_PER_SPILL."""
         now_s = self.clock.now_ms() // 1000
         by_age = sorted(head.producers.items(), key=lambda item: item[1].last_use_s, reverse=True)
-        return [
+        expired = [
             pid
             for rank, (pid, state) in enumerate(by_age)
             if rank >= PRODUCER_CAP or state.last_use_s < now_s - PRODUCER_EXPIRY_S
         ]
+        return expired[::-1][:EXPIRED_PER_SPILL]
 
 
 @dataclass(frozen=True)
