@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs clean
+.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs bench-cold-start bench-http-requests clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one.
@@ -275,6 +275,20 @@ bench-capacity: install
 COSTS_ARGS ?=
 bench-costs: install
 	$(BIN)/python -m bench.costs --dynamodb $(DYNAMODB) $(COSTS_ARGS)
+
+# Cold starts of the Lambda functions: each handler's import and init (what SnapStart snapshots)
+# beside the import floor of its dependencies, and its first request beside its second, in
+# fresh processes on `objectlog dev`'s endpoint (issue 38; about 1 minute). COLD_START_ARGS=--no-pyc
+# compiles every module from source, as the Lambda layer (no .pyc files) does.
+COLD_START_ARGS ?=
+bench-cold-start: install
+	$(BIN)/python -m bench.cold_start --dynamodb $(DYNAMODB) $(COLD_START_ARGS)
+
+# The HTTP API's produce function per request, counted: AWS requests and dollars per million
+# requests of 1, 100 and 1,000 records, and per GB, at list prices (issue 38; about 30 s;
+# docs/api.md, Batching).
+bench-http-requests: install
+	$(BIN)/python -m bench.http_requests --dynamodb $(DYNAMODB)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

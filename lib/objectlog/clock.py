@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from typing import Protocol
@@ -41,3 +42,11 @@ def new_ulid(clock: Clock) -> str:
 
 def ulid_time_ms(ulid: str) -> int:
     return ULID.from_str(ulid).milliseconds
+
+
+def reseed() -> None:
+    """Fresh entropy for the process's ``random`` state (botocore's retry jitter, anything else
+    drawing from the module), from os.urandom: environments resumed from one Lambda SnapStart
+    snapshot would otherwise draw the same numbers (functions.snapstart). new_ulid needs
+    nothing: its random part comes from os.urandom whenever the millisecond changes."""
+    random.seed()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -78,6 +79,7 @@ REPORT = REPO / "build" / "terraform-e2e.json"
 TOPIC = "orders"
 LEDGER = "ledger"  # cleanup.policy=compact: a second compaction reads and replaces L1 files
 FLUSHES = 36  # two tail spills on partition 0 (the tail holds at most 16 refs)
+FUNCTION_KEYS = ("produce", "fetch", "compact", "authorize")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -433,6 +435,8 @@ def test_deployed_api_end_to_end(
     deployed: tuple[Workspace, dict[str, Any], Path], aws_endpoint: str
 ) -> None:
     workspace, outputs, light_package = deployed
+    state = json.loads(workspace.state_file.read_text())
+    assert_snap_start_behind_the_alias(state, workspace.last_output)
     started = time.monotonic()
     deployment = Deployment(outputs, [light_package], endpoint_url=aws_endpoint, project=PROJECT)
     # Authorization is on (the module's default): the client signs as an assumed role the
@@ -446,6 +450,51 @@ def test_deployed_api_end_to_end(
         _deployed_api_end_to_end(deployment, outputs, light_package, admin, reader, started)
     finally:
         delete_roles(aws_endpoint, admin, reader)
+
+
+def assert_snap_start_behind_the_alias(state: dict[str, Any], applied: str) -> None:
+    """SnapStart on the latency-bound functions' published versions, from the plan the apply
+    printed (applied: its output; moto answers SnapStart "None" whatever was asked, and the
+    state holds what it answered), and from the applied state API Gateway, the authorizer and
+    the schedule invoking each function's "live" alias on the version this apply published."""
+
+    def instances(kind: str, name: str) -> dict[str, dict[str, Any]]:
+        (resource,) = [r for r in state["resources"] if (r["type"], r["name"]) == (kind, name)]
+        return {str(i.get("index_key")): i["attributes"] for i in resource["instances"]}
+
+    planned = {
+        key: block
+        for key, block in re.findall(
+            r'# (?:module\.\w+\.)?aws_lambda_function\.function\["(\w+)"\] will be created'
+            r"\n(.*?)\n    }\n",
+            applied,
+            re.DOTALL,
+        )
+    }
+    functions = instances("aws_lambda_function", "function")
+    aliases = instances("aws_lambda_alias", "live")
+    assert set(planned) == set(aliases) == set(functions) == set(FUNCTION_KEYS), set(planned)
+    for key, function in functions.items():
+        assert function["publish"] is True and function["version"].isdigit(), key
+        assert function["runtime"] in ("python3.12", "python3.13"), key  # SnapStart needs 3.12+
+        snap = re.findall(r'\+ snap_start \{\s+\+ apply_on\s+= "(\w+)"', planned[key])
+        assert snap == ([] if key == "compact" else ["PublishedVersions"]), (key, snap)
+        alias = aliases[key]
+        assert (alias["name"], alias["function_version"]) == ("live", function["version"]), key
+    integrations = instances("aws_apigatewayv2_integration", "function")
+    assert integrations and all(
+        i["integration_uri"].endswith(":live/invocations") for i in integrations.values()
+    ), {k: i["integration_uri"] for k, i in integrations.items()}
+    (authorizer,) = instances("aws_apigatewayv2_authorizer", "registry").values()
+    assert authorizer["authorizer_uri"].endswith(":live/invocations")
+    (target,) = instances("aws_cloudwatch_event_target", "compact").values()
+    assert target["arn"] == aliases["compact"]["arn"]
+    permissions = [
+        *instances("aws_lambda_permission", "api").values(),
+        *instances("aws_lambda_permission", "authorizer").values(),
+        *instances("aws_lambda_permission", "schedule").values(),
+    ]
+    assert all(p["qualifier"] == "live" for p in permissions), permissions
 
 
 def grants(outputs: dict[str, Any], reader: Caller) -> None:

@@ -30,6 +30,7 @@ from objectlog.adapters import aws
 from objectlog.adapters.dynamodb import DynamoTable
 from objectlog.config import Config
 from objectlog.errors import NotAuthenticated
+from objectlog.functions import snapstart
 from objectlog.http.authentication import Authenticator, AuthSettings
 from objectlog.kafka.users import Users
 from objectlog.stores.documents import DocumentStore, DynamoDocumentStore
@@ -89,7 +90,14 @@ def authorizer_handler(
         metrics.add_metric(name="authorized", unit=MetricUnit.Count, value=1)
         return {"isAuthorized": True, "context": principal.context()}
 
+    def prepare() -> None:
+        """Before a SnapStart snapshot: the authenticator and its DynamoDB client, no request
+        (functions.snapstart; no pyarrow work here)."""
+        _ = services.authenticator
+
+    snapstart.register(prepare, snapstart.restored)
     handler.services = services  # type: ignore[attr-defined]
+    handler.prepare = prepare  # type: ignore[attr-defined]
     return handler
 
 

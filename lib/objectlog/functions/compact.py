@@ -15,6 +15,9 @@ Settings come from the environment (all optional):
     OBJECTLOG_COMPACT_ROW_GROUP_MIB    L1 row group size
     OBJECTLOG_COMPACT_MAX_MIB_PER_RUN  input bytes per partition per run
     OBJECTLOG_GC_MIN_AGE_MS            how old an unreferenced object must be to be deleted
+    OBJECTLOG_VERSIONED_FUNCTIONS      functions whose versions older than the one
+    OBJECTLOG_FUNCTION_ALIAS           this alias serves are deleted after each run (SnapStart:
+                                       a superseded version's snapshot is billed while it exists)
 
 Metrics (EMF, namespace objectlog): segments_merged, bytes_rewritten, write_amplification,
 objects_deleted, records_undecodable (values a typed table's columns could not decode: they
@@ -23,8 +26,9 @@ partition with a skip reason, "idle" included; the reasons are in the metadata),
 transaction sweep's (services.transaction_sweep): transactions_aborted (Ongoing past their
 deadline), transactions_completed (decided ones a dead agent left), txn_entries_closed
 (leftover head entries closed with an abort marker), txn_entries_adopted (handed to their
-producer's transaction under way), txn_sweep_failures (logged; the next run retries). A dry
-run emits only duration and sweeps nothing: what it would do must not add to what was done.
+producer's transaction under way), txn_sweep_failures (logged; the next run retries), and
+versions_deleted (superseded Lambda versions, adapters.lambda_versions). A dry run emits only
+duration and sweeps nothing: what it would do must not add to what was done.
 """
 
 from __future__ import annotations
@@ -38,18 +42,24 @@ from typing import Any, NamedTuple
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from objectlog.adapters.lambda_versions import delete_superseded_versions, lambda_client
 from objectlog.clients.direct import ObjectLog
 from objectlog.compaction.compactor import CompactionSettings, PartitionReport
 from objectlog.compaction.gc import GcReport
 from objectlog.compaction.maintenance import MaintenanceReport, run_maintenance
 from objectlog.compaction.planning import MIB
-from objectlog.errors import InvalidRequest
+from objectlog.errors import InvalidRequest, ObjectLogError
+from objectlog.functions import snapstart
 from objectlog.telemetry import log_metrics, logger, metrics, tracer
 
 ENV_TARGET_MIB = "OBJECTLOG_COMPACT_TARGET_MIB"
 ENV_ROW_GROUP_MIB = "OBJECTLOG_COMPACT_ROW_GROUP_MIB"
 ENV_MAX_MIB_PER_RUN = "OBJECTLOG_COMPACT_MAX_MIB_PER_RUN"
 ENV_GC_MIN_AGE_MS = "OBJECTLOG_GC_MIN_AGE_MS"
+# SnapStart (infra/terraform): the deployment's functions whose superseded versions each run
+# deletes (comma-separated), and the alias that names the version they serve
+ENV_VERSIONED_FUNCTIONS = "OBJECTLOG_VERSIONED_FUNCTIONS"
+ENV_FUNCTION_ALIAS = "OBJECTLOG_FUNCTION_ALIAS"
 
 # Stop starting partitions this long before the Lambda timeout (a quarter of the remaining
 # time when that is shorter): one partition's run, then garbage collection, must still fit.
@@ -240,6 +250,25 @@ def emit_metrics(report: MaintenanceReport) -> None:
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 
+def delete_superseded(log: ObjectLog, env: Mapping[str, str]) -> dict[str, list[str]]:
+    """Each versioned function's superseded versions deleted (adapters.lambda_versions), by
+    function; a function that failed is logged and left to the next run."""
+    names = [n.strip() for n in env.get(ENV_VERSIONED_FUNCTIONS, "").split(",") if n.strip()]
+    alias = env.get(ENV_FUNCTION_ALIAS, "").strip()
+    if not names or not alias:
+        return {}
+    client = lambda_client(log.config)
+    deleted: dict[str, list[str]] = {}
+    for name in names:
+        try:
+            deleted[name] = list(delete_superseded_versions(client, name, alias).deleted)
+        except ObjectLogError as e:
+            logger.warning(
+                "superseded versions not deleted", extra={"function": name, "error": e.to_dict()}
+            )
+    return deleted
+
+
 @dataclass
 class CompactServices:
     """The log, built once per Lambda container (as api.routes.Services)."""
@@ -272,7 +301,8 @@ def compact_handler(
     @tracer.capture_lambda_handler
     def handler(event: Any, context: Any) -> dict[str, Any]:
         request = parse_event(event)
-        settings = settings_from_env(os.environ if env is None else env)
+        environment = os.environ if env is None else env
+        settings = settings_from_env(environment)
         tracer.put_annotation(key="dry_run", value=request.dry_run)
         report = run_maintenance(
             services.log,
@@ -284,12 +314,25 @@ def compact_handler(
         )
         emit_metrics(report)
         summary = summarize(report, request)
+        if not request.dry_run:
+            versions = delete_superseded(services.log, environment)
+            summary["versions_deleted"] = versions
+            count = sum(len(v) for v in versions.values())
+            metrics.add_metric(name="versions_deleted", unit=MetricUnit.Count, value=count)
         logged = summary | {"partitions": [p for p in summary["partitions"] if not p["skipped"]]}
         logged["partitions_idle"] = sum(1 for p in report.partitions if p.skipped == "idle")
         logger.info("maintenance run" + (" (dry run)" if request.dry_run else ""), extra=logged)
         return summary
 
+    def prepare() -> None:
+        """Before a SnapStart snapshot: the log's clients and pyarrow's first-use paths, no
+        request (functions.snapstart)."""
+        _ = services.log
+        snapstart.warm_arrow()
+
+    snapstart.register(prepare, snapstart.restored)
     handler.services = services  # type: ignore[attr-defined]
+    handler.prepare = prepare  # type: ignore[attr-defined]
     return handler
 
 

@@ -177,6 +177,11 @@ class Services:
             self._consumer_instances = ConsumerInstances(self.log)
         return self._consumer_instances
 
+    def prepare(self) -> None:
+        """Build the log (its S3 and DynamoDB clients) now rather than at the first request;
+        not the producer: its id and partitioner must be this process's (functions.snapstart)."""
+        _ = self.log
+
     def close(self) -> None:
         if self._producer is not None:
             self._producer.close()

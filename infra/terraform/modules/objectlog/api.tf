@@ -36,7 +36,7 @@ resource "aws_apigatewayv2_authorizer" "registry" {
   api_id                            = aws_apigatewayv2_api.http.id
   name                              = "${var.name}-registry"
   authorizer_type                   = "REQUEST"
-  authorizer_uri                    = aws_lambda_function.function["authorize"].invoke_arn
+  authorizer_uri                    = aws_lambda_alias.live["authorize"].invoke_arn
   authorizer_payload_format_version = "2.0"
   enable_simple_responses           = true
   identity_sources                  = ["$request.header.Authorization"]
@@ -49,7 +49,7 @@ resource "aws_apigatewayv2_integration" "function" {
   description            = "objectlog ${each.key} function"
   integration_type       = "AWS_PROXY"
   integration_method     = "POST"
-  integration_uri        = aws_lambda_function.function[each.key].invoke_arn
+  integration_uri        = aws_lambda_alias.live[each.key].invoke_arn
   payload_format_version = "2.0"
   timeout_milliseconds   = 30000
 }
@@ -118,6 +118,7 @@ resource "aws_lambda_permission" "api" {
   statement_id  = "AllowHttpApi"
   action        = "lambda:InvokeFunction"
   function_name = aws_lambda_function.function[each.key].function_name
+  qualifier     = aws_lambda_alias.live[each.key].name
   principal     = "apigateway.amazonaws.com"
   source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/*/*"
 }
@@ -127,6 +128,7 @@ resource "aws_lambda_permission" "authorizer" {
   statement_id  = "AllowHttpApiAuthorizer"
   action        = "lambda:InvokeFunction"
   function_name = aws_lambda_function.function["authorize"].function_name
+  qualifier     = aws_lambda_alias.live["authorize"].name
   principal     = "apigateway.amazonaws.com"
   source_arn    = "${aws_apigatewayv2_api.http.execution_arn}/authorizers/${aws_apigatewayv2_authorizer.registry.id}"
 }

@@ -57,7 +57,18 @@ resource "aws_lambda_function" "function" {
   memory_size                    = each.value.memory
   timeout                        = each.value.timeout
   reserved_concurrent_executions = each.value.concurrency
-  tags                           = local.tags
+  # Every change publishes a version; the "live" alias below serves it.
+  publish = true
+  tags    = local.tags
+
+  # Lambda snapshots the initialized function when it publishes a version; new execution
+  # environments resume the snapshot (objectlog.functions.snapstart: its runtime hooks).
+  dynamic "snap_start" {
+    for_each = contains(local.snap_start_functions, each.key) ? [1] : []
+    content {
+      apply_on = "PublishedVersions"
+    }
+  }
 
   environment {
     variables = local.function_env[each.key]
@@ -70,4 +81,15 @@ resource "aws_lambda_function" "function" {
   # The log group (with its retention) exists before the function can write to it, and the
   # role's policy before the first invocation.
   depends_on = [aws_cloudwatch_log_group.function, aws_iam_role_policy.function]
+}
+
+# What API Gateway, the authorizer and the schedule invoke: the version the last apply
+# published (its SnapStart snapshot), never $LATEST. The compact function deletes the versions
+# this alias no longer serves (objectlog.adapters.lambda_versions).
+resource "aws_lambda_alias" "live" {
+  for_each         = local.functions
+  name             = local.function_alias
+  description      = "the version this deployment serves"
+  function_name    = aws_lambda_function.function[each.key].function_name
+  function_version = aws_lambda_function.function[each.key].version
 }

@@ -92,6 +92,13 @@ locals {
     }
   }
 
+  # API Gateway, EventBridge and their permissions invoke this alias, never $LATEST: each apply
+  # publishes a version (the one SnapStart snapshots) and moves the alias onto it.
+  function_alias = "live"
+  # The latency-bound functions; compact runs on a schedule, where a cold start costs nothing
+  # worth a snapshot cache billed around the clock.
+  snap_start_functions = var.snap_start ? toset(["produce", "fetch", "authorize"]) : toset([])
+
   # The authorizer's settings (objectlog.functions.authorize): its in-process cache as long as
   # API Gateway's, and the JWT issuer whose bearer tokens it accepts, if one is configured.
   authorizer_env = merge(

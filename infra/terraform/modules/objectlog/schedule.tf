@@ -10,7 +10,7 @@ resource "aws_cloudwatch_event_rule" "compact" {
 resource "aws_cloudwatch_event_target" "compact" {
   rule      = aws_cloudwatch_event_rule.compact.name
   target_id = "compact"
-  arn       = aws_lambda_function.function["compact"].arn
+  arn       = aws_lambda_alias.live["compact"].arn
 
   # A missed run is made up by the next one: no point retrying a stale event for long.
   retry_policy {
@@ -23,6 +23,7 @@ resource "aws_lambda_permission" "schedule" {
   statement_id  = "AllowSchedule"
   action        = "lambda:InvokeFunction"
   function_name = aws_lambda_function.function["compact"].function_name
+  qualifier     = aws_lambda_alias.live["compact"].name
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.compact.arn
 }

@@ -64,14 +64,20 @@ variable "package_dir" {
 }
 
 variable "python_runtime" {
-  description = "Lambda runtime. python3.12 (Amazon Linux 2023) is the default; python3.11 (Amazon Linux 2) also works if the package is built with --python 3.11."
+  description = "Lambda runtime. python3.12 (Amazon Linux 2023) is the default; python3.13 also works if the package is built with --python 3.13. SnapStart needs python3.12 or newer, so python3.11 is no longer taken."
   type        = string
   default     = "python3.12"
 
   validation {
-    condition     = contains(["python3.11", "python3.12"], var.python_runtime)
-    error_message = "python_runtime must be python3.11 or python3.12 (the package's wheels are built for one of them)."
+    condition     = contains(["python3.12", "python3.13"], var.python_runtime)
+    error_message = "python_runtime must be python3.12 or python3.13 (SnapStart needs 3.12+; the package's wheels are built for one of them)."
   }
+}
+
+variable "snap_start" {
+  description = "Lambda SnapStart on the produce, fetch and authorize functions' published versions: a new execution environment resumes a snapshot taken after init instead of importing and initializing (infra/terraform/README.md, SnapStart). Its snapshot cache is billed per GB of memory for as long as a version exists; the compact function deletes superseded versions."
+  type        = bool
+  default     = true
 }
 
 variable "kms_key_arn" {

@@ -1,0 +1,308 @@
+"""Cold starts of the Lambda functions: each handler's import and init beside the import floor of
+its dependencies, and its first request beside its second, in fresh processes.
+
+    .venv/bin/python -m bench.cold_start                 # 5 rounds (~1 minute)
+    .venv/bin/python -m bench.cold_start --no-pyc        # as the layer ships: no .pyc files
+
+What Lambda's init phase does, per function (functions/<name>/handler.py): import the handler
+module, then its ``prepare`` (what the functions register as SnapStart's before-snapshot hook:
+the clients, pyarrow's first-use paths, functions.snapstart). Each is a fresh ``python -c``;
+its floor, measured in the same round in another fresh process, imports what the handler cannot
+do without and builds what it must: pyarrow's Parquet module, boto3 with its S3 and DynamoDB
+clients, and the Powertools modules the handler uses (Logger, Metrics, Tracer; the HTTP
+functions also the API Gateway resolver with its pydantic validation). Target: the handler
+within 1.25x of its floor; objectlog's own share is the difference.
+
+The handler processes then serve their first request and a second one, in-process, with API
+Gateway payload 2.0 events against `objectlog dev`'s moto endpoint (bench.server): a produce of
+one record (produce), a fetch of it (fetch), a dry-run compaction of the topic (compact), a
+basic-auth check (authorize). The first minus the second is what a cold environment still pays
+after init (connections, topic metadata).
+
+pandas is hidden in every process (a finder that refuses it): the Lambda layer does not
+ship it (objectlog.tools.packaging), and pyarrow's first conversion of Python lists imports it
+when it is installed (0.3-0.5 s here). Rounds alternate which of handler and floor runs first;
+figures are medians; the load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.report import Report, Row, console
+from bench.server import DEV_BUCKET, DEV_TABLE, Endpoint, add_endpoint_argument, embedded_endpoint
+from objectlog import ObjectLog
+from objectlog.http.routes import FETCH, PRODUCE
+
+REPO = Path(__file__).resolve().parents[1]
+ROUNDS = 5
+TARGET = 1.25
+TOPIC = "cold"
+HIDE_PANDAS = """
+import sys
+class NoPandas:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, NoPandas())
+"""
+
+# The floors: what each handler must import and build whatever objectlog does.
+BOTO3 = """
+import boto3, botocore.config
+session = boto3.Session(region_name="us-east-1")
+cfg = botocore.config.Config(retries={"mode": "standard"})
+CLIENTS
+"""
+S3_AND_DYNAMODB = 'session.client("s3", config=cfg)\nsession.client("dynamodb", config=cfg)\n'
+POWERTOOLS = """
+from aws_lambda_powertools import Logger, Metrics, Tracer
+Logger(service="floor"); Metrics(namespace="floor"); Tracer(service="floor")
+"""
+RESOLVER = """
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+import pydantic
+APIGatewayHttpResolver(enable_validation=True)
+"""
+PARQUET = "import pyarrow as pa, pyarrow.parquet as pq\n"
+
+FLOORS = {
+    PRODUCE: PARQUET + BOTO3.replace("CLIENTS", S3_AND_DYNAMODB) + POWERTOOLS + RESOLVER,
+    FETCH: PARQUET + BOTO3.replace("CLIENTS", S3_AND_DYNAMODB) + POWERTOOLS + RESOLVER,
+    "compact": PARQUET + BOTO3.replace("CLIENTS", S3_AND_DYNAMODB) + POWERTOOLS,
+    "authorize": BOTO3.replace("CLIENTS", 'session.client("dynamodb", config=cfg)\n') + POWERTOOLS,
+}
+FLOOR_NAMES = {
+    PRODUCE: "pyarrow.parquet + boto3 (S3, DynamoDB clients) + Powertools (resolver, pydantic)",
+    FETCH: "the same as produce",
+    "compact": "pyarrow.parquet + boto3 (S3, DynamoDB clients) + Powertools",
+    "authorize": "boto3 (DynamoDB client) + Powertools",
+}
+
+# A handler process: import, prepare, then two requests; prints one JSON line.
+HANDLER = """
+import json, sys, time
+started = time.perf_counter()
+sys.path.insert(0, {directory!r})
+import handler as module
+imported = time.perf_counter()
+module.handler.prepare()
+prepared = time.perf_counter()
+from objectlog.tools.gateway import LambdaContext
+events = {events!r}
+took = []
+for n, event in enumerate(events):
+    began = time.perf_counter()
+    result = module.handler(json.loads(event), LambdaContext(function_name={name!r}))
+    took.append(time.perf_counter() - began)
+    if isinstance(result, dict) and result.get("statusCode", 200) >= 400:
+        raise SystemExit(f"request {{n}} failed: {{result}}")
+print(json.dumps({{"import": imported - started, "init": prepared - started, "requests": took}}))
+"""
+FLOOR = """
+import json, time
+started = time.perf_counter()
+{body}
+print(json.dumps({{"init": time.perf_counter() - started}}))
+"""
+
+
+def http_event(method: str, path: str, body: str | None = None, query: str = "") -> str:
+    """An API Gateway HTTP API payload 2.0 event."""
+    return json.dumps(
+        {
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": path,
+            "rawQueryString": query,
+            "queryStringParameters": dict(p.split("=", 1) for p in query.split("&") if p),
+            "headers": {"content-type": "application/json", "host": "api.example.com"},
+            "requestContext": {
+                "stage": "$default",
+                "requestId": "cold",
+                "http": {"method": method, "path": path, "sourceIp": "192.0.2.1"},
+            },
+            "body": body,
+            "isBase64Encoded": False,
+        }
+    )
+
+
+def request_events() -> dict[str, list[str]]:
+    """Each function's first and second request."""
+    record = json.dumps({"records": [{"value": base64.b64encode(b"v" * 100).decode()}]})
+    produce = http_event("POST", f"/topics/{TOPIC}/records", record)
+    fetch = http_event("GET", f"/topics/{TOPIC}/partitions/0/records", query="offset=0")
+    compact = json.dumps({"topics": [TOPIC], "dry_run": True})
+    auth = "Basic " + base64.b64encode(b"nobody:secret").decode()
+    authorize = json.dumps({"headers": {"authorization": auth}, "routeKey": "GET /x"})
+    return {
+        PRODUCE: [produce, produce],
+        FETCH: [fetch, fetch],
+        "compact": [compact, compact],
+        "authorize": [authorize, authorize],
+    }
+
+
+@dataclass
+class Samples:
+    init: list[float]
+    imported: list[float]
+    first: list[float]
+    second: list[float]
+    floor: list[float]
+
+
+def run_python(code: str, env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", HIDE_PANDAS + code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=False,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"a measured process failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def child_env(endpoint: Endpoint, no_pyc: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+        env.pop(name, None)
+    env.update(
+        AWS_ENDPOINT_URL=endpoint.url,
+        AWS_ENDPOINT_URL_DYNAMODB=endpoint.dynamodb_url,
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",
+        AWS_DEFAULT_REGION="us-east-1",
+        OBJECTLOG_BUCKET=DEV_BUCKET,
+        OBJECTLOG_TABLE=DEV_TABLE,
+        POWERTOOLS_METRICS_DISABLED="true",
+        POWERTOOLS_LOG_LEVEL="WARNING",
+    )
+    if no_pyc is not None:  # read no .pyc and write none: every module compiled, as on Lambda
+        env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=no_pyc)
+    return env
+
+
+def measure(endpoint: Endpoint, rounds: int, no_pyc: bool) -> dict[str, Samples]:
+    events = request_events()
+    samples = {name: Samples([], [], [], [], []) for name in events}
+    with tempfile.TemporaryDirectory() as empty:
+        env = child_env(endpoint, empty if no_pyc else None)
+        for n in range(rounds):
+            for name in samples:
+                handler_code = HANDLER.format(
+                    directory=str(REPO / "functions" / name), events=events[name], name=name
+                )
+                floor_code = FLOOR.format(body=FLOORS[name])
+                order = [handler_code, floor_code] if n % 2 == 0 else [floor_code, handler_code]
+                for code in order:
+                    result = run_python(code, env)
+                    if code is floor_code:
+                        samples[name].floor.append(result["init"])
+                        continue
+                    samples[name].init.append(result["init"])
+                    samples[name].imported.append(result["import"])
+                    samples[name].first.append(result["requests"][0])
+                    samples[name].second.append(result["requests"][1])
+            console.print(f"  round {n + 1}/{rounds} done (load average {_load()})")
+    return samples
+
+
+def prepare_topic(endpoint: Endpoint) -> None:
+    """The topic the requests use, with a record for the first fetch."""
+    from bench.server import bench_config
+
+    with ObjectLog(bench_config(endpoint, DEV_BUCKET, DEV_TABLE)) as log:
+        log.ensure_resources()
+        if TOPIC not in log.list_topics():
+            log.create_topic(TOPIC, 1)
+        with log.producer() as producer:
+            producer.send(TOPIC, value=b"first")
+
+
+def report_figures(report: Report, samples: dict[str, Samples]) -> None:
+    section = report.section(
+        "cold start per function (medians, ms)",
+        "function",
+        "import",
+        "import + prepare",
+        "floor",
+        "objectlog's share",
+        "first request",
+        "second request",
+    )
+    for name, s in samples.items():
+        init, floor = statistics.median(s.init) * 1000, statistics.median(s.floor) * 1000
+        first, second = statistics.median(s.first) * 1000, statistics.median(s.second) * 1000
+        section.rows.append(
+            (
+                name,
+                f"{statistics.median(s.imported) * 1000:.0f}",
+                f"{init:.0f}",
+                f"{floor:.0f}",
+                f"{init - floor:.0f} ({(init - floor) / init:.0%})",
+                f"{first:.0f}",
+                f"{second:.0f}",
+            )
+        )
+        report.add(
+            Row(
+                f"{name}: import + init",
+                init,
+                "ms",
+                floor,
+                f"floor: {FLOOR_NAMES[name]}",
+                f"<= {TARGET}x",
+                init <= TARGET * floor,
+            )
+        )
+        report.add(Row(f"{name}: first request", first, "ms", second, "second request"))
+
+
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_endpoint_argument(parser)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument(
+        "--no-pyc",
+        action="store_true",
+        help="compile every module from source, as the Lambda layer (no .pyc files) does",
+    )
+    args = parser.parse_args(argv)
+    report = Report()
+    report.header(f"load average before: {_load()} on {os.cpu_count()} CPUs")
+    with embedded_endpoint(args.dynamodb) as endpoint:
+        report.endpoint(endpoint.description)
+        prepare_topic(endpoint)
+        samples = measure(endpoint, args.rounds, args.no_pyc)
+    report.header(f"load average after: {_load()}")
+    report_figures(report, samples)
+    report.note(
+        f"{args.rounds} rounds, each process fresh, handler and floor alternating first; "
+        f"{'no .pyc read (as the layer ships)' if args.no_pyc else '.pyc files as installed'}; "
+        "pandas hidden (the layer has none)"
+    )
+    report.print()
+
+
+if __name__ == "__main__":
+    main()
