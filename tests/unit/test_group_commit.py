@@ -14,6 +14,7 @@ from objectlog.config import Config
 from objectlog.errors import OutOfOrderSequence
 from objectlog.format.segment import slice_table
 from objectlog.kafka.coalesce import GroupCommit
+from objectlog.services import index as index_module
 from objectlog.services.append import PartitionBatch
 from objectlog.services.flushes import AppendOutcome
 from objectlog.services.group_commit import Entry, entry_outcomes, plan_flush
@@ -167,3 +168,22 @@ def test_a_flush_takes_requests_up_to_its_byte_bound(log: ObjectLog) -> None:
     assert all(a[0].error is None for a in answers)
     assert group.stats.flushes == 1 + 3  # the first alone, then 3 + 3 + 3
     assert len(values_of(log, 0)) == 10
+
+
+def test_a_flush_of_many_producers_spills_a_grown_partition_once(
+    log: ObjectLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of a flush's commits to a partition answers a head; only the newest is spilled
+    from (a spill planned from an older one is refused after writing its index object)."""
+    monkeypatch.setattr(index_module, "CARRY_AT_REFS", 10**6)  # spills of their own only
+    monkeypatch.setattr(index_module, "CARRY_AT_BYTES", 10**6)
+    appender = log.new_appender()
+    group = GroupCommit(appender)
+    for round_ in range(6):  # 6 flushes of 4 producers' batches: the tail passes 16 refs
+        requests = [[idempotent(log, 0, p, round_, b"%d-%d" % (p, round_))] for p in range(4)]
+        answers = run(group, *requests)
+        assert all(answer[0].error is None for answer in answers)
+    appender.close()
+    index_objects = [o for o in log.store.list(log.config.prefix) if "/index/" in f"/{o.key}"]
+    assert appender.stats.spills == 1 and len(index_objects) == 1, index_objects
+    assert len(values_of(log, 0)) == 24

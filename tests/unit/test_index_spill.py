@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from objectlog.clock import ManualClock
@@ -132,3 +134,18 @@ def test_a_spill_expires_the_least_recently_used_producers_a_few_at_a_time(
     assert index.spill(head)
     head = metadata.get_head("t", 0)
     assert head is not None and len(head.producers) == joined - index_module.EXPIRED_PER_SPILL
+
+
+def test_a_head_large_with_producers_carries_a_spill_only_when_it_saves_a_write_unit(
+    stores: tuple[IndexStore, MemoryMetadata, CountingStore],
+) -> None:
+    index, metadata, _ = stores
+    grow(index, metadata, 3)
+    head = metadata.get_head("t", 0)
+    assert head is not None and len(head.tail) == 3
+    crowded = replace(head, item_bytes=5000)  # 48 producers' windows: a spill moves 1 ref
+    assert not index.should_carry_spill(crowded)
+    at_the_edge = replace(head, item_bytes=1000)  # the next commit would pass 1 KiB
+    assert index.should_carry_spill(at_the_edge)
+    assert not index.should_carry_spill(replace(head, item_bytes=500))
+    assert index.should_carry_spill(replace(head, tail=head.tail * 3))  # 9 refs

@@ -440,9 +440,8 @@ class Appender:
 
     def _spill_grown_heads(self, outcomes: list[AppendOutcome]) -> None:
         started = time.perf_counter()
-        for outcome in outcomes:
-            head = outcome.head
-            if head is None or not self.index.needs_spill(head):
+        for head in _newest_heads(outcomes):  # one spill per partition, from its newest head
+            if not self.index.needs_spill(head):
                 continue
             try:
                 if self.index.spill(head):
@@ -458,3 +457,22 @@ def _partition_runs(outcomes: Sequence[AppendOutcome]) -> list[list[int]]:
     for i, outcome in enumerate(outcomes):
         runs.setdefault((outcome.batch.topic.name, outcome.batch.partition), []).append(i)
     return list(runs.values())
+
+
+def _newest_heads(outcomes: Sequence[AppendOutcome]) -> list[PartitionHead]:
+    """The newest head the outcomes saw of each partition (a flush of several producers'
+    batches commits to a partition several times: a spill planned from an older head would
+    be refused, its index object written for nothing)."""
+    newest: dict[tuple[str, int], PartitionHead] = {}
+    for outcome in outcomes:
+        head = outcome.head
+        if head is None:
+            continue
+        key = (head.topic, head.partition)
+        known = newest.get(key)
+        if known is None or (known.index_epoch, known.next_offset) < (
+            head.index_epoch,
+            head.next_offset,
+        ):
+            newest[key] = head
+    return list(newest.values())

@@ -46,7 +46,8 @@ TAIL_KEEP = 2
 # this large: a commit writing a head past 1 KiB costs two write units, and the carried spill
 # lands a commit or two later (a ref is about 64 bytes).
 CARRY_AT_REFS = 8
-CARRY_AT_BYTES = 1024 - 4 * 64
+REF_BYTES = 64
+CARRY_AT_BYTES = 1024 - 4 * REF_BYTES
 # The newest manifest, held in the manifest list, absorbs spills until it would pass this many
 # refs; then it is written as a manifest object of its own and a new one starts.
 MANIFEST_MAX_REFS = 512
@@ -188,10 +189,19 @@ class IndexStore:
         return len(head.tail) > TAIL_MAX
 
     def should_carry_spill(self, head: PartitionHead) -> bool:
-        """Whether a writer that knows this head should carry a spill in its next flush."""
-        return len(head.tail) > TAIL_KEEP and (
-            len(head.tail) >= CARRY_AT_REFS or head.item_bytes >= CARRY_AT_BYTES
-        )
+        """Whether a writer that knows this head should carry a spill in its next flush: its
+        tail holds CARRY_AT_REFS refs, or the head is large and the spill would save the next
+        commit a write unit (a head made large by its producers' state, which a spill does
+        not move, would otherwise carry a spill in every commit)."""
+        movable = len(head.tail) - TAIL_KEEP
+        if movable <= 0:
+            return False
+        if len(head.tail) >= CARRY_AT_REFS:
+            return True
+        if head.item_bytes < CARRY_AT_BYTES:
+            return False
+        written = head.item_bytes + REF_BYTES  # the next commit adds a ref
+        return _write_units(written - movable * REF_BYTES) < _write_units(written)
 
     def plan_spill(self, head: PartitionHead, keep: int = TAIL_KEEP) -> SpillPlan | None:
         """The spill of all but the newest keep tail refs, worked out from head (None if
@@ -342,3 +352,8 @@ class SpillPlan:
             assert closed_location is not None
             entries.append(ManifestEntry.summarize(closed_location, self.closed))
         return ManifestList((*entries, ManifestEntry.holding(self.opened)), self.retired)
+
+
+def _write_units(item_bytes: int) -> int:
+    """DynamoDB's write units for writing an item this large: one per KiB started."""
+    return -(-item_bytes // 1024)
