@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs bench-cold-start bench-http-requests clean
+.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs bench-cold-start bench-http-requests bench-group-commit clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one.
@@ -275,6 +275,12 @@ bench-capacity: install
 COSTS_ARGS ?=
 bench-costs: install
 	$(BIN)/python -m bench.costs --dynamodb $(DYNAMODB) $(COSTS_ARGS)
+
+# Many small Kafka writers through one agent (group commit): 64 closed-loop producers against
+# one batching producer moving the same bytes, requests and dollars per GB, on 1 and 64
+# partitions, plain and idempotent writers (issue 38; about 6 minutes; docs/kafka.md).
+bench-group-commit: install
+	$(BIN)/python -m bench.group_commit --dynamodb $(DYNAMODB)
 
 # Cold starts of the Lambda functions: each handler's import and init (what SnapStart snapshots)
 # beside the import floor of its dependencies, and its first request beside its second, in

@@ -262,8 +262,10 @@ def shape(
         "64 writers",
         "one producer",
     )
-    for kind in many.requests:
-        section.rows.append((kind, f"{many.requests[kind]:,.0f}", f"{one.requests[kind]:,.0f}"))
+    for request in many.requests:
+        section.rows.append(
+            (request, f"{many.requests[request]:,.0f}", f"{one.requests[request]:,.0f}")
+        )
     section.rows.append(
         ("$ at list prices", f"{many.dollars_per_gb:.3f}", f"{one.dollars_per_gb:.3f}")
     )
