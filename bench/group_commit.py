@@ -43,7 +43,7 @@ from bench.run import (
     read_units,
     write_units,
 )
-from bench.server import add_endpoint_argument, bench_config, embedded_endpoint
+from bench.server import add_endpoint_argument, embedded_endpoint, fresh_log
 from objectlog import ObjectLog
 from objectlog.kafka.server import AgentConfig, AgentThread
 
@@ -220,21 +220,14 @@ def main() -> None:
     load = os.getloadavg()
     with embedded_endpoint(args.dynamodb) as endpoint:
         report.endpoint(endpoint.description)
-        suffix = uuid.uuid4().hex[:10]
-        config = bench_config(endpoint, f"bench-{suffix}", f"bench-{suffix}")
-        setup = ObjectLog(config)
-        setup.ensure_resources()
+        config, setup = fresh_log(endpoint)
         try:
             for idempotent in WRITERS_KINDS[args.writers]:
                 for partitions in (1, 64):
                     shape(report, config, setup, partitions, idempotent, args)
         finally:
             setup.close()
-    after = os.getloadavg()
-    report.note(
-        f"load average (1 min) at start {load[0]:.2f}, at end {after[0]:.2f}, on "
-        f"{os.cpu_count()} CPUs shared with the endpoint and other jobs"
-    )
+    report.load_note(load)
     report.print()
 
 

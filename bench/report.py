@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -67,6 +68,14 @@ class Report:
         section = Section(title, columns)
         self.sections.append(section)
         return section
+
+    def load_note(self, at_start: tuple[float, float, float]) -> None:
+        """Note the machine's load average at the start (os.getloadavg()) and now."""
+        now = os.getloadavg()
+        self.note(
+            f"load average (1 min) at start {at_start[0]:.2f}, at end {now[0]:.2f}, on "
+            f"{os.cpu_count()} CPUs shared with the endpoint and other jobs"
+        )
 
     def note(self, text: str) -> None:
         self.notes.append(text)

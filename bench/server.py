@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from objectlog import ObjectLog
 from objectlog.config import Config
 from objectlog.tools.emulators.processes import answers_http, free_port
 
@@ -81,6 +83,15 @@ def bench_config(endpoint: Endpoint, bucket: str, table: str, **overrides: Any) 
         dynamodb_endpoint=endpoint.dynamodb_url,
         **overrides,
     )
+
+
+def fresh_log(endpoint: Endpoint) -> tuple[Config, ObjectLog]:
+    """A new bucket and table of their own on endpoint, created: their Config and a log."""
+    suffix = uuid.uuid4().hex[:10]
+    config = bench_config(endpoint, f"bench-{suffix}", f"bench-{suffix}")
+    log = ObjectLog(config)
+    log.ensure_resources()
+    return config, log
 
 
 def add_endpoint_argument(parser: argparse.ArgumentParser) -> None:
