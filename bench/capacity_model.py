@@ -88,8 +88,14 @@ LAMBDA_QUOTA = Source(
 )
 LAMBDA_PRICE = Source(
     "https://aws.amazon.com/lambda/pricing/",
-    "Requests $0.20 / 1M; Duration arm64 $0.0000133334 / GB-s (first tier); SnapStart cache "
-    "about $0.0000015046 per GB-second per cached version (quoted by awsnegotiations.com)",
+    "Requests $0.20 / 1M; Duration arm64 $0.0000133334 / GB-s (first tier)",
+)
+SNAPSTART_PRICE = Source(
+    "https://aws.amazon.com/lambda/pricing/ (SnapStart)",
+    "SnapStart for Python: Cache $0.0000015046 for every GB-second, Restore $0.0001397998 for "
+    "every GB restored (us-east-1, quoted by awsnegotiations.com); the cache is billed for each "
+    "published version with SnapStart while it exists (at least 3 hours): Terraform's live "
+    "version of produce, fetch and authorize (superseded ones deleted by the compact function)",
 )
 APIGW_QUOTA = Source(
     "https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html",
@@ -134,7 +140,8 @@ COMPACTION_RATE = Source(
 TERRAFORM = Source(
     "infra/terraform/modules/objectlog (variables.tf, main.tf, monitoring.tf, agent.tf)",
     "compact_schedule rate(5 minutes), compact concurrency 1, 3008 MB; API functions 1769 MB; "
-    "agent min_tasks 2, max_tasks 10, cpu 1024, memory 2048, target 60%; 2 alarms per function",
+    "authorize 512 MB; snap_start true (produce, fetch, authorize); agent min_tasks 2, "
+    "max_tasks 10, cpu 1024, memory 2048, target 60%; 2 alarms per function",
 )
 
 # ---- AWS limits and prices (us-east-1) ------------------------------------------------------
@@ -169,7 +176,9 @@ HEAD_READS_PER_ARRIVAL = 2  # bench.costs: the poll's fetch + the fetch-ahead's 
 KAFKA_IN_FLIGHT = 5  # max.in.flight.requests.per.connection, the clients' default
 OFFSET_COMMIT_S, HEARTBEAT_S = 5.0, 3.0  # Kafka's auto.commit.interval.ms, heartbeat.interval.ms
 COMPACT_EVERY_S = 300
-COMPACT_MEMORY_GB, API_MEMORY_GB = 3008 / 1024, 1769 / 1024
+COMPACT_MEMORY_GB, API_MEMORY_GB, AUTHORIZE_MEMORY_GB = 3008 / 1024, 1769 / 1024, 512 / 1024
+# SnapStart's cached versions when idle: one live version each of produce, fetch and authorize
+SNAPSTART_MEMORY_GB = 2 * API_MEMORY_GB + AUTHORIZE_MEMORY_GB
 COMPACT_MIB_PER_S = 4.09
 INDEX_CACHE_LISTS = 256  # IndexStore's manifest-list cache (LruCache(256))
 # One idle partition's share of a maintenance run, counted on moto (a 4- and a 16-partition
@@ -206,7 +215,8 @@ class Workload:
     agent_vcpu: float = 1.0
     agent_memory_gb: float = 2.0
     agent_target_cpu: float = 0.60
-    snapstart_functions_gb: float = 0.0  # memory of the functions published with SnapStart
+    # memory of the cached SnapStart versions (0: snap_start off)
+    snapstart_functions_gb: float = SNAPSTART_MEMORY_GB
 
     @property
     def active_topics(self) -> int:
@@ -522,8 +532,8 @@ def bill(w: Workload, cap: Capacity) -> None:
             Line(
                 "Lambda SnapStart cache",
                 cached,
-                "per GB of cached version",
-                LAMBDA_PRICE,
+                f"{w.snapstart_functions_gb:.2f} GB of live versions cached",
+                SNAPSTART_PRICE,
                 fixed=True,
             )
         )

@@ -1,17 +1,26 @@
 """Cold starts of the Lambda functions: each handler's import and init beside the import floor of
 its dependencies, and its first request beside its second, in fresh processes.
 
-    .venv/bin/python -m bench.cold_start                 # 5 rounds (~1 minute)
-    .venv/bin/python -m bench.cold_start --no-pyc        # as the layer ships: no .pyc files
+    .venv/bin/python -m bench.cold_start                 # 5 rounds (~1 minute), with .pyc
+    .venv/bin/python -m bench.cold_start --no-pyc        # no .pyc: every module compiled
 
 What Lambda's init phase does, per function (functions/<name>/handler.py): import the handler
 module, then its ``prepare`` (what the functions register as SnapStart's before-snapshot hook:
 the clients, pyarrow's first-use paths, functions.snapstart). Each is a fresh ``python -c``;
 its floor, measured in the same round in another fresh process, imports what the handler cannot
 do without and builds what it must: pyarrow's Parquet module, boto3 with its S3 and DynamoDB
-clients, and the Powertools modules the handler uses (Logger, Metrics, Tracer; the HTTP
-functions also the API Gateway resolver with its pydantic validation). Target: the handler
-within 1.25x of its floor; objectlog's own share is the difference.
+clients, and the Powertools modules the handler uses (Logger, Metrics, and a Tracer when
+tracing is on, as objectlog.telemetry decides by Powertools' rule: off in these processes,
+which are not in Lambda; the HTTP functions also the API Gateway resolver with its pydantic
+validation). Target: the handler within 1.25x of its floor; objectlog's own share is the
+difference.
+
+Bytecode: the layer ships .pyc files (objectlog.tools.packaging), so by default every process
+reads fresh ones from a cache directory of this run's own (PYTHONPYCACHEPREFIX), filled by one
+unmeasured run of each process first: this tree's own __pycache__ may be stale (its sources
+change under other work, and PYTHONDONTWRITEBYTECODE may be set), and a stale .pyc means the
+module is compiled again in every process. ``--no-pyc`` reads and writes none: every module is
+compiled, as on a layer without them.
 
 The handler processes then serve their first request and a second one, in-process, with API
 Gateway payload 2.0 events against `objectlog dev`'s moto endpoint (bench.server): a produce of
@@ -67,7 +76,9 @@ CLIENTS
 S3_AND_DYNAMODB = 'session.client("s3", config=cfg)\nsession.client("dynamodb", config=cfg)\n'
 POWERTOOLS = """
 from aws_lambda_powertools import Logger, Metrics, Tracer
-Logger(service="floor"); Metrics(namespace="floor"); Tracer(service="floor")
+Logger(service="floor"); Metrics(namespace="floor")
+if not Tracer._is_tracer_disabled():
+    Tracer(service="floor")
 """
 RESOLVER = """
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
@@ -178,7 +189,7 @@ def run_python(code: str, env: dict[str, str]) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def child_env(endpoint: Endpoint, no_pyc: str | None) -> dict[str, str]:
+def child_env(endpoint: Endpoint, cache: str, no_pyc: bool) -> dict[str, str]:
     env = dict(os.environ)
     for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
         env.pop(name, None)
@@ -193,22 +204,34 @@ def child_env(endpoint: Endpoint, no_pyc: str | None) -> dict[str, str]:
         POWERTOOLS_METRICS_DISABLED="true",
         POWERTOOLS_LOG_LEVEL="WARNING",
     )
-    if no_pyc is not None:  # read no .pyc and write none: every module compiled, as on Lambda
-        env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=no_pyc)
+    env["PYTHONPYCACHEPREFIX"] = cache  # this run's own .pyc files (module docstring)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if no_pyc:  # read no .pyc and write none: every module compiled
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
 def measure(endpoint: Endpoint, rounds: int, no_pyc: bool) -> dict[str, Samples]:
     events = request_events()
     samples = {name: Samples([], [], [], [], []) for name in events}
-    with tempfile.TemporaryDirectory() as empty:
-        env = child_env(endpoint, empty if no_pyc else None)
+    codes = {
+        name: (
+            HANDLER.format(
+                directory=str(REPO / "functions" / name), events=events[name], name=name
+            ),
+            FLOOR.format(body=FLOORS[name]),
+        )
+        for name in samples
+    }
+    with tempfile.TemporaryDirectory() as cache:
+        env = child_env(endpoint, cache, no_pyc)
+        if not no_pyc:  # fill the cache: one unmeasured run of each
+            for both in codes.values():
+                for code in both:
+                    run_python(code, env)
         for n in range(rounds):
             for name in samples:
-                handler_code = HANDLER.format(
-                    directory=str(REPO / "functions" / name), events=events[name], name=name
-                )
-                floor_code = FLOOR.format(body=FLOORS[name])
+                handler_code, floor_code = codes[name]
                 order = [handler_code, floor_code] if n % 2 == 0 else [floor_code, handler_code]
                 for code in order:
                     result = run_python(code, env)
@@ -285,7 +308,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--no-pyc",
         action="store_true",
-        help="compile every module from source, as the Lambda layer (no .pyc files) does",
+        help="compile every module from source, as on a layer without .pyc files",
     )
     args = parser.parse_args(argv)
     report = Report()
@@ -298,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
     report_figures(report, samples)
     report.note(
         f"{args.rounds} rounds, each process fresh, handler and floor alternating first; "
-        f"{'no .pyc read (as the layer ships)' if args.no_pyc else '.pyc files as installed'}; "
+        f"{'no .pyc read or written' if args.no_pyc else 'fresh .pyc files (as the layer ships)'}; "
         "pandas hidden (the layer has none)"
     )
     report.print()

@@ -62,7 +62,7 @@ variable "package_dir" {
 }
 
 variable "python_runtime" {
-  description = "Lambda runtime (python3.12 or python3.11); the package must be built for the same version."
+  description = "Lambda runtime (python3.12 or python3.13; SnapStart needs 3.12+); the package, with its .pyc files, must be built for the same version (python -m objectlog.tools.packaging --python 3.13)."
   type        = string
   default     = "python3.12"
 }

@@ -30,6 +30,7 @@ from objectlog.clock import ulid_time_ms
 from objectlog.config import Config
 from objectlog.format.segment import slice_table
 from objectlog.format.tables import table_name
+from objectlog.functions.compact import ENV_VERSION_GRACE_S
 from objectlog.groups import TopicPartition
 from objectlog.http.routes import ROUTES
 from objectlog.http.schema_registry import is_schema_registry
@@ -314,6 +315,24 @@ def test_calls_map_to_the_actions_iam_checks() -> None:
     assert iam_calls("glue", "GetTables", {"DatabaseName": "d"}, "r", "1")[-1] == Call(
         "glue:GetTables", f"{glue}:table/d/*"
     )
+    # Lambda: the function's ARN, with the version or alias a call names
+    function = "arn:aws:lambda:r:1:function:f"
+    for params, resource in [
+        ({"FunctionName": "f", "Name": "live"}, function),
+        ({"FunctionName": "f", "Qualifier": "3"}, f"{function}:3"),
+        ({"FunctionName": "f:live"}, f"{function}:live"),
+        ({"FunctionName": "2:function:f", "Qualifier": "3"}, "arn:aws:lambda:r:2:function:f:3"),
+        ({"FunctionName": "arn:aws:lambda:e:2:function:f:4"}, "arn:aws:lambda:e:2:function:f:4"),
+    ]:
+        assert iam_calls("lambda", "DeleteFunction", params, "r", "1") == [
+            Call("lambda:DeleteFunction", resource)
+        ], params
+    delete = [Statement("Allow", ("lambda:DeleteFunction",), (f"{function}:*",))]
+    assert allowed(delete, Call("lambda:DeleteFunction", f"{function}:3"))
+    assert not allowed(delete, Call("lambda:DeleteFunction", function))  # never the function
+    assert iam_calls("lambda", "Invoke", {"FunctionName": "f:live"}, "r", "1") == [
+        Call("lambda:InvokeFunction", f"{function}:live")
+    ]
 
 
 # ---- direct access: the README's least-privilege policy --------------------------------------
@@ -581,8 +600,14 @@ def _deployed_api_end_to_end(
             (second,) = deployment.run_schedule(outputs["compact_rule"])
             assert second["finished"] and second["objects_deleted"] > 0, second
             after_compaction(client)
+            # A deploy published new versions and moved the aliases: this run (its grace 0
+            # here, 15 minutes as deployed) deletes the superseded ones.
+            superseded = publish_and_move_aliases(aws_endpoint, outputs)
+            compact = deployment.function(functions["compact"])
+            compact.environment[ENV_VERSION_GRACE_S] = "0"
             (third,) = deployment.run_schedule(outputs["compact_rule"])  # the topics are gone
             assert len(third["tables_dropped"]) == 2, third
+            assert_superseded_versions_deleted(aws_endpoint, superseded, third)
             assert_topic_tables(aws_endpoint, outputs["table_database"], set())
         container = assert_agent_service(aws_endpoint, outputs)
         agent_report = run_agent_as_its_task(deployment, outputs, container, admin.principal)
@@ -593,6 +618,10 @@ def _deployed_api_end_to_end(
     compact_env = deployment.functions[functions["compact"]].environment
     assert compact_env["OBJECTLOG_CATALOG"] == "glue"
     assert compact_env["OBJECTLOG_TABLE_NAMESPACE"] == outputs["table_database"]
+    # the functions whose superseded versions each run deletes, and the alias that serves them
+    assert compact_env["OBJECTLOG_VERSIONED_FUNCTIONS"] == ",".join(sorted(functions.values()))
+    assert compact_env["OBJECTLOG_FUNCTION_ALIAS"] == "live"
+    assert "POWERTOOLS_TRACE_DISABLED" not in compact_env  # tracing on, the module's default
     assert not set(ACCESS_VARIABLES) & set(compact_env)
     assert_only_compact_writes_tables(deployment, outputs)
     assert_authorizer_reads_only_the_users(deployment, outputs)
@@ -1031,6 +1060,37 @@ def assert_authorizer_reads_only_the_users(deployment: Deployment, outputs: dict
     assert not allowed(statements, Call("dynamodb:PutItem", outputs["table_arn"]))
 
 
+def publish_and_move_aliases(endpoint: str, outputs: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """What an apply that changed every function does: publish a version, move "live" onto
+    it. function -> (the superseded version, the new one)."""
+    import boto3
+
+    client = boto3.client("lambda", endpoint_url=endpoint, region_name="us-east-1")
+    moved = {}
+    for name in outputs["functions"].values():
+        old = client.get_alias(FunctionName=name, Name="live")["FunctionVersion"]
+        client.update_function_configuration(FunctionName=name, Description="redeployed")
+        new = client.publish_version(FunctionName=name)["Version"]
+        assert int(new) > int(old), (name, old, new)
+        client.update_alias(FunctionName=name, Name="live", FunctionVersion=new)
+        moved[name] = (old, new)
+    return moved
+
+
+def assert_superseded_versions_deleted(
+    endpoint: str, moved: dict[str, tuple[str, str]], run: dict[str, Any]
+) -> None:
+    """The compact run deleted each function's superseded version and kept the alias's."""
+    import boto3
+
+    client = boto3.client("lambda", endpoint_url=endpoint, region_name="us-east-1")
+    assert run["versions_deleted"] == {name: [old] for name, (old, _) in moved.items()}, run
+    for name, (_, new) in moved.items():
+        listed = client.list_versions_by_function(FunctionName=name)["Versions"]
+        assert [v["Version"] for v in listed] == ["$LATEST", new], name
+        assert client.get_alias(FunctionName=name, Name="live")["FunctionVersion"] == new
+
+
 def after_compaction(client: Any) -> None:
     """Reads now go to the compactor's L1 files; then the topics are deleted."""
     result = client.fetch(TOPIC, 0, 0, max_records=1000)
@@ -1079,6 +1139,14 @@ def test_full_package_fits_lambda_and_is_reproducible(tmp_path: Path) -> None:
         assert not [n for n in layer.namelist() if n.startswith("python/objectlog/tools/")]
         dropped = ("python/click/", "python/pygments/")
         assert not [n for n in layer.namelist() if n.startswith(dropped)]
+        # bytecode of the runtime's version only (tools.bytecode), for what init imports
+        pyc = [n for n in layer.namelist() if n.endswith(".pyc")]
+        assert first.pyc_tag == "cpython-312" and len(pyc) == first.pyc_files > 500
+        assert all(".cpython-312.pyc" in n and "/__pycache__/" in n for n in pyc)
+        assert {
+            "python/objectlog/__pycache__/__init__.cpython-312.pyc",
+            "python/botocore/__pycache__/client.cpython-312.pyc",
+        } <= set(pyc)
     print(first.report())
 
 

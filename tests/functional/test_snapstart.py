@@ -30,6 +30,7 @@ from objectlog.functions import snapstart
 from objectlog.functions.authorize import authorizer_handler
 from objectlog.functions.compact import (
     ENV_FUNCTION_ALIAS,
+    ENV_VERSION_GRACE_S,
     ENV_VERSIONED_FUNCTIONS,
     compact_handler,
     delete_superseded,
@@ -184,3 +185,14 @@ def test_the_compact_run_cleans_the_named_functions(
     assert delete_superseded(log, env) == {name: [], "no-such-function": []}  # within the grace
     assert delete_superseded(log, {ENV_FUNCTION_ALIAS: "live"}) == {}  # none named: no call
     assert versions(client, name) == ["$LATEST", "1", "2", "3", "4"]
+    with pytest.raises(ValueError, match=f"{ENV_VERSION_GRACE_S}='soon'"):
+        delete_superseded(log, env | {ENV_VERSION_GRACE_S: "soon"})
+    with pytest.raises(ValueError, match="0 or more"):
+        delete_superseded(log, env | {ENV_VERSION_GRACE_S: "-1"})
+    assert versions(client, name) == ["$LATEST", "1", "2", "3", "4"]
+    # no grace: what the alias no longer serves goes at once
+    assert delete_superseded(log, env | {ENV_VERSION_GRACE_S: "0"}) == {
+        name: ["1", "2"],
+        "no-such-function": [],
+    }
+    assert versions(client, name) == ["$LATEST", "3", "4"]

@@ -104,9 +104,15 @@ def test_monthly_bill_of_a_small_workload() -> None:
     # 2 MiB/s through the NLB: 7.03 GiB an hour, an NLCU per GB an hour: $30.80
     assert usd("NLB: NLCU") == pytest.approx(2 * 3600 / 1024 * 0.006 * 730)
     assert usd("CloudWatch alarms") == pytest.approx(9 * 0.10)
+    # SnapStart: the live versions of produce and fetch (1769 MB) and authorize (512 MB)
+    snapstart = (1769 + 1769 + 512) / 1024 * MONTH * 0.0000015046  # $15.64
+    assert usd("Lambda SnapStart cache") == pytest.approx(snapstart)
     fixed = compactor + 6 / 300 * MONTH * PUT + idle_gb_s * 0.0000133334
-    fixed += 2 * task_month + 0.0225 * 730 + 0.9
+    fixed += 2 * task_month + 0.0225 * 730 + 0.9 + snapstart
     assert cap.fixed == pytest.approx(fixed)
+    without = model(replace(SMALL, snapstart_functions_gb=0))  # snap_start = false
+    assert "Lambda SnapStart cache" not in {line.what for line in without.bill}
+    assert without.fixed == pytest.approx(fixed - snapstart)
 
 
 def test_keyed_records_spread_a_flush_over_the_partitions() -> None:

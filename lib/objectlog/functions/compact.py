@@ -18,6 +18,8 @@ Settings come from the environment (all optional):
     OBJECTLOG_VERSIONED_FUNCTIONS      functions whose versions older than the one
     OBJECTLOG_FUNCTION_ALIAS           this alias serves are deleted after each run (SnapStart:
                                        a superseded version's snapshot is billed while it exists)
+    OBJECTLOG_VERSION_GRACE_S          none while the alias's version is younger than this
+                                       (default 900: requests may still run on the old one)
 
 Metrics (EMF, namespace objectlog): segments_merged, bytes_rewritten, write_amplification,
 objects_deleted, records_undecodable (values a typed table's columns could not decode: they
@@ -42,7 +44,7 @@ from typing import Any, NamedTuple
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from objectlog.adapters.lambda_versions import delete_superseded_versions, lambda_client
+from objectlog.adapters.lambda_versions import GRACE_S, delete_superseded_versions, lambda_client
 from objectlog.clients.direct import ObjectLog
 from objectlog.compaction.compactor import CompactionSettings, PartitionReport
 from objectlog.compaction.gc import GcReport
@@ -60,6 +62,7 @@ ENV_GC_MIN_AGE_MS = "OBJECTLOG_GC_MIN_AGE_MS"
 # deletes (comma-separated), and the alias that names the version they serve
 ENV_VERSIONED_FUNCTIONS = "OBJECTLOG_VERSIONED_FUNCTIONS"
 ENV_FUNCTION_ALIAS = "OBJECTLOG_FUNCTION_ALIAS"
+ENV_VERSION_GRACE_S = "OBJECTLOG_VERSION_GRACE_S"
 
 # Stop starting partitions this long before the Lambda timeout (a quarter of the remaining
 # time when that is shorter): one partition's run, then garbage collection, must still fit.
@@ -257,16 +260,33 @@ def delete_superseded(log: ObjectLog, env: Mapping[str, str]) -> dict[str, list[
     alias = env.get(ENV_FUNCTION_ALIAS, "").strip()
     if not names or not alias:
         return {}
+    grace_s = version_grace_s(env)
     client = lambda_client(log.config)
     deleted: dict[str, list[str]] = {}
     for name in names:
         try:
-            deleted[name] = list(delete_superseded_versions(client, name, alias).deleted)
+            cleanup = delete_superseded_versions(client, name, alias, grace_s=grace_s)
+            deleted[name] = list(cleanup.deleted)
         except ObjectLogError as e:
             logger.warning(
                 "superseded versions not deleted", extra={"function": name, "error": e.to_dict()}
             )
     return deleted
+
+
+def version_grace_s(env: Mapping[str, str]) -> float:
+    """OBJECTLOG_VERSION_GRACE_S, or the adapter's default; ValueError if it is not a
+    number of seconds, 0 or more."""
+    raw = env.get(ENV_VERSION_GRACE_S, "").strip()
+    if not raw:
+        return GRACE_S
+    try:
+        grace_s = float(raw)
+    except ValueError:
+        raise ValueError(f"{ENV_VERSION_GRACE_S}={raw!r} is not a number of seconds") from None
+    if not 0 <= grace_s < float("inf"):
+        raise ValueError(f"{ENV_VERSION_GRACE_S}={raw!r}: expected 0 or more seconds")
+    return grace_s
 
 
 @dataclass

@@ -3,6 +3,7 @@ function, reproducibly.
 
     python -m objectlog.tools.packaging          # build/lambda: wheels for linux arm64, py3.12
     python -m objectlog.tools.packaging --light  # build/lambda-light: no dependencies (tests)
+    python -m objectlog.tools.packaging --no-pyc # without the .pyc files (see below)
 
 Run from an objectlog checkout (or pass ``--project DIR``). The layer is built from what the
 handlers import: ``layer.zip`` holds ``python/objectlog/`` with only the modules of
@@ -15,9 +16,17 @@ environment (the versions the test suite ran with), so a rebuild picks the same 
 ``<function>.zip`` holds ``functions/<function>/`` at its root, so every handler is
 ``handler.handler``.
 
+The layer (not a light one) ships the ``.pyc`` of every module the handlers' init imports
+(their import and SnapStart ``prepare``, run here first), compiled by an interpreter of the
+target Python version with hash-based, unchecked invalidation (objectlog.tools.bytecode):
+Lambda mounts layers read-only, so without them every cold start compiles those modules again.
+No interpreter of that version here is an error (``--pyc-python`` names one; ``--no-pyc``
+builds without).
+
 The zips are reproducible: entries sorted, timestamps fixed (1980-01-01), permissions 0644
-(0755 where the file is executable), no ``__pycache__``, no console scripts (their shebang
-names this machine's interpreter). Building twice gives byte-identical zips.
+(0755 where the file is executable), no ``__pycache__`` but the layer's own ``.pyc`` files, no
+console scripts (their shebang names this machine's interpreter). Building twice gives
+byte-identical zips.
 
 Lambda allows 250 MB unzipped for a function and its layers together; the build fails if the
 layer and the largest function exceed it (for arm64, what is deployed), and prints every size.
@@ -43,6 +52,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from objectlog.tools.bytecode import (
+    BytecodeError,
+    Compiler,
+    compile_entries,
+    find_compiler,
+    init_modules,
+)
 from objectlog.tools.imports import Closure, import_closure
 from objectlog.tools.project import Project, ProjectNotFound, find_project
 
@@ -129,6 +145,8 @@ class BuildResult:
     # imported by the handlers, not declared in pyproject.toml (added to the layer anyway)
     undeclared: list[str] = field(default_factory=list)
     library_files: int = 0  # objectlog's modules in the layer (the handlers' import closure)
+    pyc_tag: str | None = None  # the .pyc files' cache tag (cpython-312); None: none shipped
+    pyc_files: int = 0
     seconds: float = 0.0
 
     @property
@@ -143,6 +161,7 @@ class BuildResult:
             "arch": self.arch,
             "platforms": [] if self.light else list(PLATFORMS[self.arch]),
             "layer": self.layer.to_dict(),
+            "pyc": {"cache_tag": self.pyc_tag, "files": self.pyc_files},
             "functions": {name: a.to_dict() for name, a in sorted(self.functions.items())},
             "distributions": dict(sorted(self.distributions.items())),
             "largest_total_unzipped_bytes": self.largest_total_unzipped,
@@ -172,6 +191,11 @@ class BuildResult:
         lines.append(
             f"python/objectlog: {self.library_files} files, the handlers' import closure "
             "(no objectlog.tools module)"
+        )
+        lines.append(
+            f"bytecode: {self.pyc_files} .pyc files ({self.pyc_tag}, unchecked-hash)"
+            if self.pyc_tag
+            else "bytecode: none (every module compiles from source at each cold start)"
         )
         lines.append(
             f"layer + largest function: {_mb(self.largest_total_unzipped)} unzipped of Lambda's "
@@ -455,8 +479,12 @@ def build(
     project: Project | None = None,
     wheel_cache: Path | None = None,
     pin: bool = True,
+    pyc: bool = True,
+    pyc_python: str | None = None,
 ) -> BuildResult:
-    """Build layer.zip and <function>.zip into out_dir and write manifest.json beside them."""
+    """Build layer.zip and <function>.zip into out_dir and write manifest.json beside them.
+    A layer with dependencies ships .pyc files compiled by pyc_python (found by
+    tools.bytecode.find_compiler when None) unless pyc is False; a light one never does."""
     started = time.monotonic()
     if not re.fullmatch(r"3\.1[1-9]", python):
         raise PackagingError(f"python must be 3.11 or newer, like 3.12; got {python!r}")
@@ -468,6 +496,12 @@ def build(
     if not functions:
         raise PackagingError(f"no functions/*/handler.py under {project.root}")
     result = BuildResult(out_dir=out_dir, light=light, python=python, arch=arch)
+    compiler: Compiler | None = None
+    if pyc and not light:  # before the downloads: a missing interpreter fails at once
+        try:
+            compiler = find_compiler(python, pyc_python)
+        except BytecodeError as e:
+            raise PackagingError(str(e)) from None
     with tempfile.TemporaryDirectory(prefix="objectlog-layer-") as staging_name:
         site = Path(staging_name) / "python"
         site.mkdir()
@@ -483,6 +517,16 @@ def build(
         ]
         result.library_files = len(library)
         entries = collect(site, "python/", prune=True) + sorted(library)
+        if compiler is not None:
+            try:
+                modules = init_modules({n: project.functions / n for n in functions})
+                compiled = compile_entries(
+                    compiler, entries, Path(staging_name) / "pyc", modules, prefix="python/"
+                )
+            except BytecodeError as e:
+                raise PackagingError(str(e)) from None
+            entries += compiled
+            result.pyc_tag, result.pyc_files = compiler.cache_tag, len(compiled)
         result.layer = write_zip(LAYER, entries, out_dir / f"{LAYER}.zip")
     result.functions = {
         name: write_zip(name, collect(project.functions / name), out_dir / f"{name}.zip")
@@ -688,6 +732,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the objectlog checkout to package (default: the one holding the current directory)",
     )
     parser.add_argument(
+        "--no-pyc",
+        action="store_true",
+        help="ship no .pyc files in the layer (every cold start then compiles every module)",
+    )
+    parser.add_argument(
+        "--pyc-python",
+        metavar="PATH",
+        help="the interpreter of the target version to compile the .pyc files with "
+        "(default: python3.12 on PATH, or pyenv's)",
+    )
+    parser.add_argument(
         "--no-pin",
         action="store_true",
         help="resolve the newest versions instead of pinning to this environment's",
@@ -701,6 +756,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             arch=args.arch,
             project=find_project(args.project),
             pin=not args.no_pin,
+            pyc=not args.no_pyc,
+            pyc_python=args.pyc_python,
         )
     except (PackagingError, ProjectNotFound) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -43,7 +43,7 @@ resource "aws_lambda_function" "function" {
   #checkov:skip=CKV_AWS_272:Code signing needs an AWS Signer profile per account; the package is built reproducibly (objectlog.tools.packaging) and pinned by source_code_hash.
   #checkov:skip=CKV_AWS_115:produce, fetch and authorize default to the account's unreserved pool (reserving carves concurrency out of every other function); set var.api_reserved_concurrency to reserve. compact is reserved to 1.
   for_each      = local.functions
-  function_name = "${var.name}-${each.key}"
+  function_name = local.function_names[each.key]
   description   = each.value.description
   role          = aws_iam_role.function[each.key].arn
   # Python 3.12: the Amazon Linux 2023 runtime (supported longer than python3.11 on Amazon

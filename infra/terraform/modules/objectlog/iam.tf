@@ -130,6 +130,26 @@ data "aws_iam_policy_document" "function" {
     }
   }
 
+  # Superseded versions (objectlog.adapters.lambda_versions): the compact function reads each
+  # function's alias and versions, and deletes versions (function:NAME:N), never a function
+  # (its unqualified ARN does not match NAME:*).
+  dynamic "statement" {
+    for_each = each.key == "compact" ? [1] : []
+    content {
+      sid       = "ReadFunctionVersions"
+      actions   = ["lambda:GetAlias", "lambda:ListAliases", "lambda:ListVersionsByFunction"]
+      resources = values(local.function_arns)
+    }
+  }
+  dynamic "statement" {
+    for_each = each.key == "compact" ? [1] : []
+    content {
+      sid       = "DeleteSupersededVersions"
+      actions   = ["lambda:DeleteFunction"]
+      resources = [for arn in values(local.function_arns) : "${arn}:*"]
+    }
+  }
+
   # The Lambda runtime writes the function's logs (the log group is Terraform's).
   statement {
     sid       = "Logs"

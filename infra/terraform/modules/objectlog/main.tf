@@ -59,6 +59,9 @@ locals {
       POWERTOOLS_METRICS_NAMESPACE = "objectlog"
     },
     var.key_prefix == "" ? {} : { OBJECTLOG_PREFIX = var.key_prefix },
+    # Without X-Ray tracing the handlers build no Tracer (objectlog.telemetry): Powertools'
+    # would import the X-Ray SDK and patch botocore at every cold start for nothing.
+    var.tracing ? {} : { POWERTOOLS_TRACE_DISABLED = "true" },
   )
 
   functions = {
@@ -95,6 +98,19 @@ locals {
   # API Gateway, EventBridge and their permissions invoke this alias, never $LATEST: each apply
   # publishes a version (the one SnapStart snapshots) and moves the alias onto it.
   function_alias = "live"
+  # The functions' names and ARNs spelled out, not read from the functions: the compact role's
+  # policy names them, and every function waits for its role's policy.
+  function_names = { for fn, _ in local.functions : fn => "${var.name}-${fn}" }
+  function_arns = {
+    for fn, name in local.function_names :
+    fn => "arn:${local.partition}:lambda:${local.region}:${local.account_id}:function:${name}"
+  }
+  # The compact function deletes every function's versions older than the one the alias
+  # serves (objectlog.adapters.lambda_versions: a superseded version's snapshot is billed).
+  versions_env = {
+    OBJECTLOG_VERSIONED_FUNCTIONS = join(",", [for fn in sort(keys(local.functions)) : local.function_names[fn]])
+    OBJECTLOG_FUNCTION_ALIAS      = local.function_alias
+  }
   # The latency-bound functions; compact runs on a schedule, where a cold start costs nothing
   # worth a snapshot cache billed around the clock.
   snap_start_functions = var.snap_start ? toset(["produce", "fetch", "authorize"]) : toset([])
@@ -140,7 +156,7 @@ locals {
         for key in local.settings_by_function[fn] :
         local.settings_env[key] => tostring(var.settings[key]) if var.settings[key] != null
       },
-      fn == "compact" ? local.tables_env : {},
+      fn == "compact" ? merge(local.tables_env, local.versions_env) : {},
       fn == "produce" ? local.topic_creation_env : {},
       contains(["produce", "fetch"], fn) ? local.access_env : {},
       fn == "authorize" ? local.authorizer_env : {},

@@ -110,7 +110,31 @@ def iam_calls(
         return [Call(f"dynamodb:{operation}", table(params.get("TableName", "")))]
     if service == "glue":
         return _glue_calls(operation, params, f"arn:aws:glue:{region}:{account}")
+    if service == "lambda" and "FunctionName" in params:
+        action = LAMBDA_ACTIONS.get(operation, operation)
+        return [Call(f"lambda:{action}", _function_arn(params, region, account))]
     return [Call(f"{service}:{operation}", "*")]
+
+
+# Lambda API operations whose IAM action has another name
+LAMBDA_ACTIONS = {"Invoke": "InvokeFunction", "InvokeWithResponseStream": "InvokeFunction"}
+
+
+def _function_arn(params: Mapping[str, Any], region: str, account: str) -> str:
+    """The ARN Lambda authorizes a call on: the function's, with the version or alias it
+    names (Qualifier, or FunctionName's name:qualifier) as function:NAME:QUALIFIER, so that
+    a grant on function:NAME:* reaches versions and never the function itself. FunctionName
+    may be a name, a partial ARN (account:function:name) or a full ARN."""
+    name = str(params["FunctionName"])
+    if name.startswith("arn:"):  # arn:aws:lambda:region:account:function:name[:qualifier]
+        parts = name.split(":")
+        region, account, name = parts[3], parts[4], ":".join(parts[6:])
+    elif ":function:" in name:
+        account, _, name = name.partition(":function:")
+    name, _, named = name.partition(":")
+    qualifier = params.get("Qualifier") or named
+    arn = f"arn:aws:lambda:{region}:{account}:function:{name}"
+    return f"{arn}:{qualifier}" if qualifier else arn
 
 
 def _glue_calls(operation: str, params: Mapping[str, Any], arn: str) -> list[Call]:
