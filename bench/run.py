@@ -739,7 +739,12 @@ def send_cost(bench: Bench, rounds: int, records: int) -> None:
     log.create_topic("cost", partitions=PARTITIONS)
     value = os.urandom(RECORD_BYTES - KEY_BYTES)
     keys = [b"%016d" % i for i in range(records)]
-    producer = log.producer(linger_ms=600_000, batch_bytes=1 << 30, buffer_memory=1 << 31)
+    producer = log.producer(
+        linger_ms=600_000,
+        delivery_timeout_ms=600_000,  # at least the linger (Producer refuses less)
+        batch_bytes=1 << 30,
+        buffer_memory=1 << 31,
+    )
     kafka = KafkaProducer(
         {
             "bootstrap.servers": f"127.0.0.1:{free_port()}",
