@@ -23,12 +23,14 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
 from objectlog.functions import snapstart
 from objectlog.http import rest_proxy, schema_registry
 from objectlog.http.group_routes import groups_router
+from objectlog.http.models import FetchResponse, OffsetOut, ProduceResponse
 from objectlog.http.principals import authenticated_principal
 from objectlog.http.rest_consumers import consumers_router
 from objectlog.http.routes import (
@@ -45,6 +47,7 @@ from objectlog.telemetry import log_metrics, logger, metrics, tracer
 
 TITLE = "objectlog HTTP API"
 API_VERSION = "1.0.0"
+DOCS = "/docs"
 
 
 def route_pattern(path: str) -> re.Pattern[str]:
@@ -96,12 +99,49 @@ def _include_produce_routes(app: APIGatewayHttpResolver, services: Services) -> 
 
 
 def _serve_docs(app: APIGatewayHttpResolver) -> None:
-    app.enable_swagger(path="/docs", title=TITLE, version=API_VERSION)
+    swagger: list[Callable[[], Response[str]]] = []
+
+    @app.get(DOCS, include_in_schema=False)
+    def docs() -> Response[str]:
+        # Powertools' enable_swagger imports its OpenAPI models (70 ms) when it is called:
+        # called at the first /docs request, not in every cold start of the fetch function
+        if not swagger:
+            swagger.append(swagger_handler(app))
+        return swagger[0]()
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi() -> Response[str]:
         schema = app.get_openapi_json_schema(title=TITLE, version=API_VERSION)
         return Response(200, "application/json", schema)
+
+
+class _Registrar:
+    """The app, except that ``get`` keeps the route's function instead of registering it."""
+
+    def __init__(self, app: APIGatewayHttpResolver) -> None:
+        self._app = app
+        self.route: Callable[[], Response[str]] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._app, name)
+
+    def get(self, *_: Any, **__: Any) -> Callable[[Callable[[], Response[str]]], Any]:
+        def keep(route: Callable[[], Response[str]]) -> Callable[[], Response[str]]:
+            self.route = route
+            return route
+
+        return keep
+
+
+def swagger_handler(app: APIGatewayHttpResolver) -> Callable[[], Response[str]]:
+    """Powertools' Swagger UI route for app (enable_swagger's, unchanged), not registered:
+    app's own /docs route calls it (_serve_docs)."""
+    registrar = _Registrar(app)
+    enable = APIGatewayHttpResolver.enable_swagger
+    enable(registrar, path=DOCS, title=TITLE, version=API_VERSION)  # type: ignore[arg-type]
+    if registrar.route is None:  # a Powertools that no longer registers through get
+        raise RuntimeError("Powertools' enable_swagger registered no route")
+    return registrar.route
 
 
 def _map_errors(app: APIGatewayHttpResolver) -> None:
@@ -280,7 +320,7 @@ def lambda_handler(
         would, with no request sent (functions.snapstart)."""
         services.prepare()
         snapstart.warm_arrow()
-        warm_resolver(app)
+        warm_resolver(app, function)
 
     snapstart.register(prepare, snapstart.restored)
     handler.app = app  # type: ignore[attr-defined]
@@ -289,24 +329,46 @@ def lambda_handler(
     return handler
 
 
-WARM_EVENT: dict[str, Any] = {
-    "version": "2.0",
-    "routeKey": "$default",
-    "rawPath": "/topics/warm/records",
-    "rawQueryString": "",
-    "headers": {"content-type": "application/json"},
-    "requestContext": {
-        "stage": "$default",
-        "requestId": "warm",
-        "http": {"method": "POST", "path": "/topics/warm/records"},
-    },
-    "body": "{}",
-    "isBase64Encoded": False,
+def warm_event(method: str, path: str, query: str = "", body: str | None = None) -> dict[str, Any]:
+    """A request validation refuses (422) before it reaches the route (warm_resolver)."""
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "queryStringParameters": dict(p.split("=", 1) for p in query.split("&") if p),
+        "headers": {"content-type": "application/json"},
+        "requestContext": {
+            "stage": "$default",
+            "requestId": "warm",
+            "http": {"method": method, "path": path},
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+# Each function's main route: a request its validation refuses (a produce without records, a
+# fetch from offset -1), and the models its answer is built from (http.models builds a model
+# at first use: the other routes' models are built when those routes are first called).
+WARM: dict[str, tuple[dict[str, Any], tuple[type[BaseModel], ...]]] = {
+    PRODUCE: (
+        warm_event("POST", "/topics/warm/records", body="{}"),
+        (ProduceResponse, OffsetOut),
+    ),
+    FETCH: (
+        warm_event("GET", "/topics/warm/partitions/0/records", query="offset=-1"),
+        (FetchResponse,),
+    ),
 }
 
 
-def warm_resolver(app: APIGatewayHttpResolver) -> None:
-    """Resolve a request the validation refuses (a produce without records: 422), so that
-    Powertools and pydantic build their validators and the route's parameters before the
-    first real request; nothing reaches a route, so nothing is sent."""
-    app.resolve(WARM_EVENT, LambdaContext())
+def warm_resolver(app: APIGatewayHttpResolver, function: str = PRODUCE) -> None:
+    """Resolve a request to the function's main route that the validation refuses (422), so
+    that Powertools and pydantic build their validators and the route's parameters before the
+    first real request, then build the models of its answer; nothing reaches a route, so
+    nothing is sent."""
+    event, models = WARM.get(function, WARM[PRODUCE])
+    app.resolve(event, LambdaContext())
+    for model in models:
+        model.model_rebuild()

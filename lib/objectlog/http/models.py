@@ -14,7 +14,15 @@ from objectlog.format.records import Record
 MAX_RECORDS_PER_REQUEST = 10_000
 
 
-class Strict(BaseModel):
+class Model(BaseModel):
+    """A body's model: pydantic builds its validator at first use, not at import, so a cold
+    start builds only what its function's main route needs (http.app.warm_resolver, before a
+    SnapStart snapshot); the other routes' models are built when those routes are first called."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class Strict(Model):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -41,14 +49,14 @@ class RestProxyRecord(Strict):
     partition: int | None = Field(default=None, ge=0, le=2**31 - 1)
 
 
-class RestProxyProduceRequest(BaseModel):
+class RestProxyProduceRequest(Model):
     """Confluent REST Proxy v2, application/vnd.kafka.binary.v2+json."""
 
     model_config = ConfigDict(extra="ignore")
     records: list[RestProxyRecord] = Field(min_length=1, max_length=MAX_RECORDS_PER_REQUEST)
 
 
-class OffsetOut(BaseModel):
+class OffsetOut(Model):
     partition: int
     offset: int | None
     timestamp: int | None = None
@@ -56,7 +64,7 @@ class OffsetOut(BaseModel):
     message: str | None = None
 
 
-class ProduceResponse(BaseModel):
+class ProduceResponse(Model):
     offsets: list[OffsetOut]
 
 
@@ -86,16 +94,16 @@ class DeleteRecordsRequest(Strict):
     partitions: list[RecordsBefore] = Field(max_length=10_000)
 
 
-class LogStartOut(BaseModel):
+class LogStartOut(Model):
     partition: int
     log_start_offset: int
 
 
-class DeleteRecordsResponse(BaseModel):
+class DeleteRecordsResponse(Model):
     partitions: list[LogStartOut]
 
 
-class PartitionOut(BaseModel):
+class PartitionOut(Model):
     partition: int
     log_start_offset: int
     high_watermark: int
@@ -103,7 +111,7 @@ class PartitionOut(BaseModel):
     bytes: int
 
 
-class TopicOut(BaseModel):
+class TopicOut(Model):
     topic: str
     topic_id: str
     partition_count: int
@@ -111,16 +119,16 @@ class TopicOut(BaseModel):
     partitions: list[PartitionOut]
 
 
-class TopicList(BaseModel):
+class TopicList(Model):
     topics: list[str]
 
 
-class HeaderOut(BaseModel):
+class HeaderOut(Model):
     key: str
     value: str | None
 
 
-class RecordOut(BaseModel):
+class RecordOut(Model):
     topic: str
     partition: int
     offset: int
@@ -131,7 +139,7 @@ class RecordOut(BaseModel):
     headers: list[HeaderOut]
 
 
-class FetchResponse(BaseModel):
+class FetchResponse(Model):
     records: list[RecordOut]
     next_offset: int
     high_watermark: int
@@ -142,7 +150,7 @@ class FetchResponse(BaseModel):
     )
 
 
-class OffsetsResponse(BaseModel):
+class OffsetsResponse(Model):
     earliest: int
     latest: int
     last_stable_offset: int = Field(
@@ -223,7 +231,7 @@ class LeaveRequest(Strict):
     release: list[ReleaseIn] = Field(default_factory=list, max_length=100_000)
 
 
-class MembershipOut(BaseModel):
+class MembershipOut(Model):
     group: str
     member_id: str
     generation: int
@@ -249,14 +257,14 @@ class CommitRequest(Strict):
     offsets: list[OffsetIn] = Field(min_length=1, max_length=100_000)
 
 
-class CommittedOut(BaseModel):
+class CommittedOut(Model):
     topic: str
     partition: int
     offset: int | None
     metadata: str | None
 
 
-class CommittedResponse(BaseModel):
+class CommittedResponse(Model):
     offsets: list[CommittedOut]
     unstable: list[str] = Field(
         default_factory=list,
@@ -265,11 +273,11 @@ class CommittedResponse(BaseModel):
     )
 
 
-class GroupList(BaseModel):
+class GroupList(Model):
     groups: list[str]
 
 
-class MemberOut(BaseModel):
+class MemberOut(Model):
     member_id: str
     client_id: str
     topics: list[str]
@@ -278,7 +286,7 @@ class MemberOut(BaseModel):
     assigned: list[PartitionRef]
 
 
-class PartitionOffsetOut(BaseModel):
+class PartitionOffsetOut(Model):
     topic: str
     partition: int
     committed: int | None
@@ -294,7 +302,7 @@ class PartitionOffsetOut(BaseModel):
     )
 
 
-class GroupOut(BaseModel):
+class GroupOut(Model):
     group: str
     state: str
     generation: int
@@ -315,7 +323,7 @@ class ResetOffsetsRequest(Strict):
     dry_run: bool = False
 
 
-class ResetOffsetsResponse(BaseModel):
+class ResetOffsetsResponse(Model):
     offsets: list[CommittedOut]
     dry_run: bool
 

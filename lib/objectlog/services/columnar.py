@@ -35,7 +35,7 @@ from objectlog.format.records import (
     check_record_sizes,
     record_sizes,
 )
-from objectlog.format.segment import HEADER_TYPE, slice_table
+from objectlog.format.segment import HEADER_TYPE, numbers, slice_table
 from objectlog.format.topics import (
     LOG_APPEND_TIME,
     MESSAGE_TIMESTAMP_TYPE,
@@ -217,7 +217,7 @@ def table_batches(
     starts = np.flatnonzero(np.diff(placed)) + 1
     # One take per column for all partitions, then each partition's rows are a slice of it
     # (no copy): a flush is grouped in as many Arrow calls whatever its partitions.
-    take = pa.array(order if rows is None else rows[order])
+    take = numbers(order if rows is None else rows[order])
     keys, values = columns.keys.take(take), columns.values.take(take)
     headers = columns.headers.take(take) if columns.headers is not None else None
     stamped = given.take(take) if given is not None else None
@@ -231,7 +231,7 @@ def table_batches(
             partition,
             keys.slice(begin, count),
             values.slice(begin, count),
-            pa.array(np.full(count, now_ms, dtype=np.int64))
+            numbers(np.full(count, now_ms, dtype=np.int64))
             if stamped is None
             else stamped.slice(begin, count),
             info.config.timestamp_type,
