@@ -1,7 +1,7 @@
 """What a reader costs while nothing happens, and how soon it sees the first record after
 (issue 38, item 1; docs/groups.md, "Waiting at the tail of a still topic").
 
-    .venv/bin/python -m bench.idle                  # about 4 minutes
+    .venv/bin/python -m bench.idle                  # about 3.5 minutes
     .venv/bin/python -m bench.idle --seconds 20 --idle 20 --topics 5   # briefly
 
 On the embedded endpoint (`objectlog dev` in its own process), requests counted by process:
@@ -10,16 +10,19 @@ consumer's requests and the in-process Kafka agent's are each counted apart from
 producer's, retries included.
 
 1. **Cost at the tail of an idle topic** (64 partitions, nothing produced): side by side for
-   ``--seconds``, a library ``Consumer`` in a group at its defaults (heartbeats, auto-commits)
-   and a confluent-kafka consumer in a group at its defaults through an agent in this process.
-   Each one's reads and writes a second, in the whole window and in its steady part (after
-   the first 15 s), and dollars a month at on-demand list prices (bench.run's), read units
-   counted from the items returned: 1 per 4 KiB strongly consistent, half eventually
-   consistent; 1 write unit per item written (every item these write is under 1 KiB).
+   ``--seconds``, a library ``Consumer`` in a group at its defaults (heartbeats, auto-commits),
+   and a confluent-kafka consumer and a Java kafka-clients consumer (3.9, `make kafka-java`;
+   left out, and said so, when its jars or Java are missing), each in a group at its defaults
+   through an agent of its own in this process. Each one's reads and writes a second, in the
+   whole window and in its steady part (after the first 15 s), and dollars a month at
+   on-demand list prices (bench.run's), read units counted from the items returned: 1 per 4
+   KiB strongly consistent, half eventually consistent; write units by the item put (1 per
+   KiB started), 1 for an update (every item updated here is under 1 KiB).
 2. **The first record after an idle spell**: ``--topics`` topics of 8 partitions, each read by
-   both (one library Consumer and one Kafka consumer subscribed to all), idle ``--idle``
-   seconds; then one record is produced to each, one every 1.5 s, and each reader's delay from
-   the send to its poll() returning the record is taken: p50 and worst per reader.
+   every reader (one consumer of each kind subscribed to all), idle ``--idle`` seconds; then
+   one record is produced to each, one every 1.5 s, and each reader's delay from the send to
+   its poll() returning the record is taken (the Java consumer's: when the line it prints for
+   the record arrives): p50 and worst per reader.
 
 Runs on older trees too (no activity there): the "before" figures come from this file run
 against a copy of the previous commit's lib/ with PYTHONPATH.
@@ -30,12 +33,16 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import statistics
+import subprocess
+import tempfile
 import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from bench.report import Report, Row, console
@@ -69,12 +76,17 @@ class Counted:
 
     @staticmethod
     def _params(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
-        context["idle-consistent"] = params.get("ConsistentRead", False)
+        tables = [t for t in params.get("RequestItems", {}).values() if isinstance(t, dict)]
+        consistent = params.get("ConsistentRead") or any(t.get("ConsistentRead") for t in tables)
+        context["idle-consistent"] = bool(consistent)  # BatchGetItem: per table
         keys = [params["Key"]] if "Key" in params else []
         for table in params.get("RequestItems", {}).values():
             keys += table.get("Keys", []) if isinstance(table, dict) else []
         context["idle-items"] = len(keys) or 1
         context["idle-kind"] = _kind(keys[0] if keys else {})
+        if "Item" in params:  # a put: billed by the item's size
+            size = item_size(item_from_dynamo(params["Item"]))
+            context["idle-wru"] = float(max(1, math.ceil(size / 1024)))
 
     def _dynamodb(
         self, parsed: Mapping[str, Any], model: Any, context: Mapping[str, Any], **_: Any
@@ -89,7 +101,7 @@ class Counted:
             rru = sum(per_unit * math.ceil(item_size(item_from_dynamo(i)) / 4096) for i in items)
             rru += per_unit * max(0, context.get("idle-items", 1) - len(items))
         elif operation in WRITES:
-            wru = 1.0
+            wru = context.get("idle-wru", 1.0)
         elif operation in ("BatchWriteItem", "TransactWriteItems"):
             wru = float(context.get("idle-items", 1)) * (2 if "Transact" in operation else 1)
         kind = f"{operation} {context.get('idle-kind', '')}".strip()
@@ -168,22 +180,25 @@ class KafkaReader:
     this process (the agent's ObjectLog counted)."""
 
     def __init__(self, config: Any, topics: list[str], group: str, expected: int) -> None:
-        import confluent_kafka
-
         self.log = ObjectLog(config)
         self.counted = Counted(self.log)
         agent_config = AgentConfig(
             port=0, initial_rebalance_delay_ms=DEV_INITIAL_REBALANCE_DELAY_MS
         )
         self.agent = AgentThread(self.log, agent_config).start()
-        self.consumer = confluent_kafka.Consumer(
-            {"bootstrap.servers": self.agent.address, "group.id": group}
-        )
-        self.consumer.subscribe(topics)
         self.expected = expected
         self.arrivals: dict[str, float] = {}
         self.assigned = threading.Event()
         self._stop = threading.Event()
+        self._start(topics, group)
+
+    def _start(self, topics: list[str], group: str) -> None:
+        import confluent_kafka
+
+        self.consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": self.agent.address, "group.id": group}
+        )
+        self.consumer.subscribe(topics)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -200,16 +215,104 @@ class KafkaReader:
         handlers = self.agent.agent.handlers
         return handlers.fetching.watcher.reads if handlers is not None else 0
 
-    def stop(self) -> None:
-        self._stop.set()
+    def _close_client(self) -> None:
         self._thread.join(timeout=30)
         self.consumer.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._close_client()
         self.agent.stop()
         self.log.close()
 
 
-def wait_assigned(*readers: LibraryReader | KafkaReader, timeout: float = 120.0) -> None:
-    for reader in readers:
+JAVA_SOURCE = Path(__file__).resolve().parent / "java" / "IdleConsumer.java"
+
+
+def java_missing() -> str | None:
+    """Why the Java consumer cannot run here, or None."""
+    from tests.java_programs import JARS  # where `make kafka-java` puts the jars
+
+    if shutil.which("java") is None or shutil.which("javac") is None:
+        return "Java 17 is not installed"
+    if not (JARS / "kafka-clients.jar").exists():
+        return f"kafka-clients.jar is not in {JARS}: run `make kafka-java`"
+    return None
+
+
+class JavaReader(KafkaReader):
+    """Kafka's Java consumer (bench/java/IdleConsumer.java) in a group at its defaults, through
+    an agent of its own in this process, compiled and run as tests.java_programs does; the
+    time each line it prints arrives is taken."""
+
+    def _start(self, topics: list[str], group: str) -> None:
+        from tests.java_programs import JARS
+
+        self._classes = tempfile.mkdtemp(prefix="idle-java-")
+        subprocess.run(
+            ["javac", "-cp", f"{JARS}/*", "-d", self._classes, str(JAVA_SOURCE)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        self._process = subprocess.Popen(
+            [
+                "java",
+                "-cp",
+                f"{self._classes}:{JARS}/*",
+                "IdleConsumer",
+                self.agent.address,
+                group,
+                *topics,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._thread = threading.Thread(target=self._read_lines, daemon=True)
+        self._thread.start()
+
+    def _read_lines(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            kind, _, rest = line.strip().partition(" ")
+            if kind == "record":
+                self.arrivals.setdefault(rest, time.monotonic())
+            elif kind == "assigned" and int(rest) >= self.expected:
+                self.assigned.set()
+
+    def _close_client(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()  # it leaves the group and exits
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+        self._thread.join(timeout=5)
+        shutil.rmtree(self._classes, ignore_errors=True)
+
+
+Reader = LibraryReader | KafkaReader
+
+
+def readers(config: Any, topics: list[str], group: str, partitions: int) -> dict[str, Reader]:
+    """One reader of each kind, each in a group of its own (the Java one when it can run)."""
+    made: dict[str, Reader] = {
+        "library Consumer, group, defaults": LibraryReader(config, topics, f"lib-{group}"),
+        "confluent-kafka via the agent (the agent)": KafkaReader(
+            config, topics, f"kafka-{group}", partitions
+        ),
+    }
+    if java_missing() is None:
+        made["Java kafka-clients via the agent (the agent)"] = JavaReader(
+            config, topics, f"java-{group}", partitions
+        )
+    return made
+
+
+def wait_assigned(*waiting: Reader, timeout: float = 120.0) -> None:
+    for reader in waiting:
         if not reader.assigned.wait(timeout):
             raise RuntimeError(f"{type(reader).__name__} was not assigned within {timeout} s")
 
@@ -217,17 +320,19 @@ def wait_assigned(*readers: LibraryReader | KafkaReader, timeout: float = 120.0)
 def cost(report: Report, config: Any, setup: ObjectLog, seconds: float) -> None:
     topic = f"idle-{uuid.uuid4().hex[:8]}"
     setup.create_topic(topic, partitions=PARTITIONS)
-    library = LibraryReader(config, [topic], f"lib-{topic}")
-    kafka = KafkaReader(config, [topic], f"kafka-{topic}", PARTITIONS)
+    sides = readers(config, [topic], topic, PARTITIONS)
+    agents = {name: r for name, r in sides.items() if isinstance(r, KafkaReader)}
     try:
-        wait_assigned(library, kafka)
+        wait_assigned(*sides.values())
         time.sleep(2.0)  # positions taken: the tail from here on
-        opened, watcher_before = time.monotonic(), kafka.watcher_reads
+        opened = time.monotonic()
+        watched = {name: r.watcher_reads for name, r in agents.items()}
         time.sleep(seconds)
-        closed, watcher_reads = time.monotonic(), kafka.watcher_reads - watcher_before
+        closed = time.monotonic()
+        watched = {name: r.watcher_reads - watched[name] for name, r in agents.items()}
     finally:
-        library.stop()
-        kafka.stop()
+        for reader in sides.values():
+            reader.stop()
     section = report.section(
         f"cost at the tail of an idle {PARTITIONS}-partition topic, {seconds:.0f} s "
         f"(steady: after the first {WARM_S:.0f} s)",
@@ -239,10 +344,7 @@ def cost(report: Report, config: Any, setup: ObjectLog, seconds: float) -> None:
         "USD a month",
         "requests by kind per s (their units per s)",
     )
-    for name, counted in (
-        ("library Consumer, group, defaults", library.counted),
-        ("confluent-kafka via the agent (the agent)", kafka.counted),
-    ):
+    for name, counted in ((name, reader.counted) for name, reader in sides.items()):
         warm = min(WARM_S, seconds / 2)  # a brief run keeps half its window as steady
         for label, start in (("whole", opened), ("steady", opened + warm)):
             span = closed - start
@@ -277,23 +379,25 @@ def cost(report: Report, config: Any, setup: ObjectLog, seconds: float) -> None:
                         passed=usd <= TARGET_USD,
                     )
                 )
-    report.note(
-        f"the agent's head watcher made {watcher_reads} head reads (BatchGetItem) in the "
-        f"{seconds:.0f} s window; the agent's other head reads are its fetches' own"
-    )
+    for name, reads in watched.items():
+        report.note(
+            f"{name}: its head watcher made {reads} head reads (BatchGetItem) in the "
+            f"{seconds:.0f} s window; the agent's other head reads are its fetches' own"
+        )
+    if (missing := java_missing()) is not None:
+        report.note(f"the Java consumer was left out: {missing}")
 
 
 def latency(report: Report, config: Any, setup: ObjectLog, topics: int, idle_s: float) -> None:
     names = [f"spell-{uuid.uuid4().hex[:8]}" for _ in range(topics)]
     for name in names:
         setup.create_topic(name, partitions=LATENCY_PARTITIONS)
-    library = LibraryReader(config, names, f"lib-{names[0]}")
-    kafka = KafkaReader(config, names, f"kafka-{names[0]}", topics * LATENCY_PARTITIONS)
+    sides = readers(config, names, names[0], topics * LATENCY_PARTITIONS)
     producer = setup.producer()
     sent: dict[str, float] = {}
     produce_s: list[float] = []
     try:
-        wait_assigned(library, kafka)
+        wait_assigned(*sides.values())
         console.print(f"  readers assigned; {idle_s:.0f} s idle, then {topics} records")
         time.sleep(idle_s)
         for name in names:
@@ -304,13 +408,13 @@ def latency(report: Report, config: Any, setup: ObjectLog, topics: int, idle_s: 
             produce_s.append(time.monotonic() - started)
             time.sleep(STAGGER_S)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (
-            len(library.arrivals) == topics and len(kafka.arrivals) == topics
+        while time.monotonic() < deadline and any(
+            len(reader.arrivals) < topics for reader in sides.values()
         ):
             time.sleep(0.2)
     finally:
-        library.stop()
-        kafka.stop()
+        for reader in sides.values():
+            reader.stop()
     section = report.section(
         f"the first record after {idle_s:.0f} s idle, {topics} topics (send to poll())",
         "reader",
@@ -318,7 +422,8 @@ def latency(report: Report, config: Any, setup: ObjectLog, topics: int, idle_s: 
         "worst s",
         "records seen",
     )
-    for name, reader, target in (("library Consumer", library, 1.0), ("agent", kafka, 1.0)):
+    for name, reader in sides.items():
+        name, target = name.split(",")[0].removesuffix(" (the agent)"), 1.0
         delays = sorted(reader.arrivals[t] - sent[t] for t in names if t in reader.arrivals)
         missing = topics - len(delays)
         worst = delays[-1] if delays and not missing else float("inf")
@@ -354,7 +459,13 @@ def latency(report: Report, config: Any, setup: ObjectLog, topics: int, idle_s: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=60.0, help="the cost window")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=75.0,
+        help="the cost window (its steady part, after 15 s, holds one of the idle partitions' "
+        "60 s fallback head reads)",
+    )
     parser.add_argument("--idle", type=float, default=60.0, help="each spell's idle seconds")
     parser.add_argument("--topics", type=int, default=20, help="idle spells (one per topic)")
     add_endpoint_argument(parser)

@@ -21,7 +21,7 @@ from tests.kafka_agent_config import agent_config
 TOPIC = "still"
 PARTITIONS = 4
 FAST = ActivitySettings(touch_every_s=0.2, guard_s=0.3, idle_after_s=0.6, poll_s=0.1)
-ARRIVES_WITHIN_S = 3.0  # the fallback (30 s) and the agent fetch's wait (20 s) are far longer
+ARRIVES_WITHIN_S = 3.0  # the fallback (60 s) and the agent fetch's wait (20 s) are far longer
 
 
 @pytest.fixture

@@ -49,9 +49,9 @@ class LaggingStore(MemoryActivityStore):
         super().touch(topic)
         self.history.append((self.clock.t, self.history[-1][1] + 1))
 
-    def read(self, topic: str) -> int:
-        super().read(topic)
-        seen = self.clock.t - self.rng.uniform(0, self.lag_s)
+    def read(self, topic: str, *, consistent: bool = False) -> int:
+        super().read(topic, consistent=consistent)
+        seen = self.clock.t - (0.0 if consistent else self.rng.uniform(0, self.lag_s))
         return max(value for at, value in self.history if at <= seen)
 
 
@@ -125,7 +125,7 @@ def simulate(
         if clock.t >= next_wait:
             due = waiter.due(TOPIC, sorted(waited))
             ends = {p: run.heads.get(p, 0) for p in due}
-            waiter.saw(TOPIC, {p: (end, end) for p, end in ends.items()}, clock.t)
+            waiter.saw(TOPIC, {p: (end, end, 0) for p, end in ends.items()}, clock.t)
             for p, end in ends.items():
                 run.seen.setdefault((p, end), clock.t)
                 run.reads.append((clock.t, p))
@@ -196,7 +196,7 @@ def test_the_fallback_reads_an_idle_partition_anyway() -> None:
     reads = []
     while clock.t < 100.0:
         if waiter.due(TOPIC, [0]):
-            waiter.saw(TOPIC, {0: (5, 5)}, clock.t)
+            waiter.saw(TOPIC, {0: (5, 5, 0)}, clock.t)
             reads.append(clock.t)
         clock.t = round(clock.t + STEP_S, 6)
     idle = [t for t in reads if t > 10.0]
@@ -221,3 +221,104 @@ def test_a_failed_touch_is_not_remembered() -> None:
     clock.t = 0.4
     writer.committed([TOPIC])  # within G of a good one: no touch
     assert store.read(TOPIC) == 1 and writer.touches == 1
+
+
+# ---- read your writes (TopicActivity.still, the Kafka agent's answers from its view) ----------
+
+
+def test_an_answer_from_the_view_holds_every_commit_acknowledged_before_the_request() -> None:
+    """Random writers commit (each acknowledged COMMIT_S after it took effect) while requests
+    arrive at random times; each request's proof (``still``, since its arrival) answers from
+    the waiter's view only if the view holds every commit acknowledged before the request,
+    though the waiters' own polls are eventually consistent and lag."""
+    for seed in range(4):
+        rng, clock = random.Random(seed), Clock()
+        store = LaggingStore(clock, 0.8, rng)
+        waiter = TopicActivity(store, SETTINGS, monotonic=clock)
+        writers = [TopicActivity(store, SETTINGS, monotonic=clock) for _ in range(3)]
+        heads: dict[int, int] = {}
+        acked: list[tuple[float, int, int]] = []  # (acknowledged at, partition, end)
+        pending: list[tuple[float, int, int, int]] = []  # (answer due, writer, partition, end)
+        answered_from_view = 0
+        commits_at, t = [], 0.0
+        while t < 200.0:  # bursts and quiet spells
+            t += rng.choice([rng.uniform(0.02, 1.5), rng.uniform(6.0, 15.0)])
+            commits_at.append(t)
+        while clock.t <= 210.0:
+            while commits_at and commits_at[0] <= clock.t:
+                commits_at.pop(0)
+                partition = rng.randrange(4)
+                heads[partition] = heads.get(partition, 0) + 1
+                pending.append((clock.t + COMMIT_S, rng.randrange(3), partition, heads[partition]))
+            for item in [p for p in pending if p[0] <= clock.t]:
+                pending.remove(item)
+                writers[item[1]].committed([TOPIC])  # before the acknowledgement
+                acked.append((clock.t, item[2], item[3]))
+            due = waiter.due(TOPIC, range(4))  # the watcher, at its pace
+            waiter.saw(TOPIC, {p: (heads.get(p, 0), 0, 0) for p in due}, clock.t)
+            if rng.random() < 0.3:  # a request arrives now and is answered a moment later
+                since = clock.t
+                clock.t = round(clock.t + rng.choice([0.0, 0.2, 0.5]), 6)
+                view = waiter.still(TOPIC, range(4), since)
+                if view is not None:
+                    answered_from_view += 1
+                    for at, partition, end in acked:
+                        if at <= since:
+                            assert view[partition][0] >= end, (seed, since, partition)
+            clock.t = round(clock.t + STEP_S, 6)
+        assert answered_from_view > 50, answered_from_view  # the quiet spells' requests
+
+
+def test_a_request_s_proof_reads_the_counter_once_strongly_after_it_arrived() -> None:
+    clock, store = Clock(), LaggingStore(Clock(), 0.0, random.Random(0))
+    store.clock = clock
+    waiter = TopicActivity(store, SETTINGS, monotonic=clock)
+    while clock.t < 10.0:  # still: idle, with eventually consistent polls
+        waiter.saw(TOPIC, {p: (3, 3, 0) for p in waiter.due(TOPIC, [0, 1])}, clock.t)
+        clock.t = round(clock.t + STEP_S, 6)
+    assert store.requests["GetItem consistent"] == 0
+    since = clock.t
+    assert waiter.still(TOPIC, [0, 1], since) == {0: (3, 3, 0), 1: (3, 3, 0)}
+    assert store.requests["GetItem consistent"] == 1  # the poll before it was sent earlier
+    assert waiter.still(TOPIC, [0, 1], since) is not None
+    assert store.requests["GetItem consistent"] == 1  # one read serves every later proof
+    clock.t += 0.3  # the waiters' polls are strong now, and serve the next request
+    waiter.due(TOPIC, [0, 1])
+    clock.t += 0.3
+    waiter.due(TOPIC, [0, 1])
+    assert waiter.still(TOPIC, [0, 1], clock.t - 0.5) is not None
+    assert store.requests["GetItem consistent"] == 2
+
+
+def test_a_commit_of_this_process_makes_its_topic_s_still_partitions_due_at_once() -> None:
+    """Its touch may be skipped (its last one was under G ago): the waiters of the same
+    process read the heads all the same, so a request after its acknowledgement sees it."""
+    clock, store = Clock(), MemoryActivityStore()
+    log = TopicActivity(store, SETTINGS, monotonic=clock)
+    log.committed([TOPIC])  # touches
+    while clock.t < 10.0:
+        log.saw(TOPIC, {p: (1, 1, 0) for p in log.due(TOPIC, [0, 1])}, clock.t)
+        clock.t = round(clock.t + STEP_S, 6)
+    assert log.still(TOPIC, [0, 1], clock.t) is not None
+    log.committed([TOPIC])  # ten seconds on: touches again
+    clock.t += 0.3
+    log.saw(TOPIC, {p: (2, 2, 0) for p in log.due(TOPIC, [0, 1])}, clock.t)
+    touches = store.requests["UpdateItem"]
+    log.committed([TOPIC])  # within G of the last touch: no touch
+    assert store.requests["UpdateItem"] == touches
+    assert log.due(TOPIC, [0, 1]) == {0, 1}
+    assert log.still(TOPIC, [0, 1], clock.t) is None
+
+
+def test_a_waiter_on_many_topics_reads_their_counters_in_one_request_a_poll() -> None:
+    clock, store = Clock(), MemoryActivityStore()
+    waiter = TopicActivity(store, SETTINGS, monotonic=clock)
+    topics = ["a", "b", "c"]
+    while clock.t < 20.0:
+        waiter.refresh(topics)
+        for topic in topics:
+            waiter.saw(topic, {p: (1, 1, 0) for p in waiter.due(topic, [0, 1])}, clock.t)
+        clock.t = round(clock.t + STEP_S, 6)
+    requests = store.requests["BatchGetItem"] + store.requests["GetItem"]
+    assert requests <= 20.0 / SETTINGS.poll_s + 1  # one a poll, not one a topic (3 a poll)
+    assert waiter.reads >= 3 * (20.0 - 3.5) / SETTINGS.poll_s  # every topic's counter

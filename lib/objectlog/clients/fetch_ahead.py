@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from objectlog.groups import TopicPartition
-from objectlog.services.activity import TopicActivity
+from objectlog.services.activity import End, TopicActivity
 from objectlog.services.fetch import FetchRequest, FetchResult
 from objectlog.services.isolation import READ_UNCOMMITTED
 
@@ -150,6 +150,7 @@ class FetchAhead:
         for tp in caught_up:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         idle: set[TopicPartition] = set()
+        self._activity.refresh(list(by_topic))  # the topics' counters due a read: one request
         for topic, partitions in by_topic.items():
             due = self._activity.due(topic, partitions)
             idle.update(TopicPartition(topic, p) for p in partitions if p not in due)
@@ -276,18 +277,22 @@ class FetchAhead:
     def _saw(
         self, requests: list[FetchRequest], results: list[FetchResult], started: float
     ) -> None:
-        """Show the activity's waiters the heads read afresh: a fetch at the tail always
-        reads its head (one below the high watermark may reuse one, clients.direct)."""
         assert self._activity is not None
-        by_topic: dict[str, dict[int, tuple[int, int]]] = {}
-        for request, result in zip(requests, results, strict=True):
-            if not result.table.num_rows and result.next_offset == request.offset:
-                by_topic.setdefault(request.topic, {})[request.partition] = (
-                    result.high_watermark,
-                    result.last_stable_offset,
-                )
-        for topic, ends in by_topic.items():
+        for topic, ends in fresh_ends(requests, results).items():
             self._activity.saw(topic, ends, started)
+
+
+def fresh_ends(
+    requests: Sequence[FetchRequest], results: Sequence[FetchResult]
+) -> dict[str, dict[int, End]]:
+    """The ends of the heads a fetch read afresh, by topic, for the activity's waiters: a
+    fetch at the tail always reads its head (one below the high watermark may reuse one,
+    clients.direct)."""
+    by_topic: dict[str, dict[int, End]] = {}
+    for request, result in zip(requests, results, strict=True):
+        if not result.table.num_rows and result.next_offset == request.offset:
+            by_topic.setdefault(request.topic, {})[request.partition] = result.end
+    return by_topic
 
 
 def _land(buffer: _Buffer, result: FetchResult, tail_waits: tuple[float, float]) -> None:

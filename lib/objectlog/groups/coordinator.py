@@ -30,6 +30,7 @@ from objectlog.errors import (
 from objectlog.format.topics import Topic, check_partition
 from objectlog.groups.assignors import DEFAULT_STRATEGIES, assign, choose_strategy
 from objectlog.groups.resets import ResetTo, reset_target
+from objectlog.groups.settled import SettledMembers
 from objectlog.groups.transactional_offsets import TransactionalOffsets
 from objectlog.groups.unchanged import Committed, UnchangedCommits, store_commits
 from objectlog.groups.values import (
@@ -38,15 +39,18 @@ from objectlog.groups.values import (
     Membership,
     OffsetAndMetadata,
     PartitionOffset,
+    all_partitions,
     committed_offsets,
     covers,
     group_phase,
     member_info,
     offset_value,
+    partition_heads,
+    subscribed_topics,
     validate_group_name,
 )
 from objectlog.stores.groups import GroupState, GroupStore, MemberInfo, OffsetItem, TopicPartition
-from objectlog.stores.metadata import ACTIVE, MetadataStore, PartitionHead
+from objectlog.stores.metadata import ACTIVE, MetadataStore
 from objectlog.stores.transactions import marking_id
 
 REBALANCE_ATTEMPTS = 20
@@ -73,6 +77,7 @@ class GroupCoordinator:
             store, clock, pending, self._track, self.unchanged
         )
         self._tracked: set[tuple[str, str]] = set()
+        self.settled = SettledMembers()  # a settled member's heartbeat reads no offset item
 
     # ---- membership --------------------------------------------------------------------
 
@@ -125,8 +130,10 @@ class GroupCoordinator:
             self.store.delete_members(group, [member_id])
             raise UnknownMemberId(f"member {member_id} was removed from group {group}: join again")
         self.unchanged.renewed(group, member_id, now + state.members[member_id].session_timeout_ms)
+        if release:
+            self.settled.forget(group, member_id)
         self._release(group, member_id, release or {})
-        view = self._settle(state, member_id)
+        view = self._settle(state, member_id, owned)
         if view.claimed and member_id not in self.store.get_group(group).members:  # paused
             self._release(group, member_id, dict.fromkeys(view.claimed))  # claimed back, stale
             self.unchanged.gone(group, member_id)
@@ -171,8 +178,7 @@ class GroupCoordinator:
         Any offset of a partition that exists is kept, past the high watermark or below the log
         start, as in Kafka, with ``leader_epochs`` (Kafka's committed_leader_epoch). A commit
         of what this process last stored there through the same session (a Kafka connection) is not
-        written (groups.unchanged). Raises
-        CommitFailed when fenced.
+        written (groups.unchanged). Raises CommitFailed when fenced.
         """
         validate_group_name(group)
         epochs, now = leader_epochs or {}, self.clock.now_ms()
@@ -186,6 +192,8 @@ class GroupCoordinator:
         self._check_partitions(todo)
         if member_id is None:
             self._track(group, {tp.topic for tp in wanted})
+        if todo:  # something new: the member's next heartbeat reads its items (groups.settled)
+            self.settled.forget(group, member_id)
         store_commits(self.store, self.unchanged, group, todo, now)
 
     def stable_committed(
@@ -230,10 +238,10 @@ class GroupCoordinator:
         state = self.store.get_group(group)
         if not state.exists:
             raise GroupNotFound(f"group {group!r} does not exist", field="group")
-        counts = self._partition_counts(state.topics | _subscribed(state.members))
-        partitions = _all_partitions(counts)
+        counts = self._partition_counts(state.topics | subscribed_topics(state.members))
+        partitions = all_partitions(counts)
         expiries, items = self.store.read(group, state.members, partitions)
-        heads = self._heads(partitions)
+        heads = partition_heads(self.metadata, partitions)
         members = tuple(
             MemberDescription(
                 member_id=m,
@@ -307,7 +315,7 @@ class GroupCoordinator:
             raise GroupNotFound(f"group {group!r} does not exist", field="group")
         if state.members:
             raise GroupNotEmpty(f"group {group!r} has {len(state.members)} live member(s)")
-        partitions = _all_partitions(self._partition_counts(state.topics))
+        partitions = all_partitions(self._partition_counts(state.topics))
         with self.unchanged.writing(group, partitions):
             self.store.delete_offsets(group, partitions)
         if not self.store.delete_group_item(group, state.generation):
@@ -339,7 +347,7 @@ class GroupCoordinator:
             }
             if add is not None:
                 members[add[0]] = add[1]
-            counts = self._partition_counts(_subscribed(members))
+            counts = self._partition_counts(subscribed_topics(members))
             if state.exists and members == state.members and covers(state, counts):
                 return state
             new = self._next_state(state, members, counts, now)
@@ -367,24 +375,31 @@ class GroupCoordinator:
             members=members,
             assignment={m: tuple(tps) for m, tps in assignment.items()},
             strategy=strategy if members else state.strategy,
-            topics=state.topics | _subscribed(members),
+            topics=state.topics | subscribed_topics(members),
             changed_ms=now,
             exists=True,
         )
 
-    def _settle(self, state: GroupState, member_id: str) -> Membership:
+    def _settle(
+        self, state: GroupState, member_id: str, owned: Collection[TopicPartition] | None = None
+    ) -> Membership:
         """Claim the member's assigned partitions that no live member holds, and find the
         ones it holds but is no longer assigned (it must release them): one BatchGetItem of
-        the group's offset items. The member's own list (heartbeat's owned) is not trusted: an
-        answer lost after a claim leaves a member holding items it does not know of. The
-        answer names what this call claimed: a member must not keep positions for those."""
+        the group's offset items, unless the member is settled (groups.settled). The member's
+        own list (owned) alone is not trusted: an answer lost after a claim leaves a member
+        holding items it does not know of. The answer names what this call claimed: a member
+        must not keep positions for those."""
+        now = self.clock.now_ms()
+        known = self.settled.view(state, member_id, owned, now)
+        if known is not None:
+            return known
         assigned = state.assignment.get(member_id, ())
         everything = sorted({tp for tps in state.assignment.values() for tp in tps})
         _, items = self.store.read(state.name, [], everything)
         self.unchanged.observe(state.name, items)
         holding = {tp for tp in assigned if self._holds(state, member_id, tp, items[tp])}
         stray = {tp for tp, item in items.items() if item.owner == member_id} - set(assigned)
-        return Membership(
+        view = Membership(
             group=state.name,
             member_id=member_id,
             generation=state.generation,
@@ -394,6 +409,8 @@ class GroupCoordinator:
             owned=tuple(sorted(holding | stray)),
             claimed=tuple(sorted(tp for tp in holding if items[tp].owner != member_id)),
         )
+        self.settled.remember(view, now)
+        return view
 
     def _holds(
         self, state: GroupState, member_id: str, tp: TopicPartition, item: OffsetItem
@@ -435,16 +452,6 @@ class GroupCoordinator:
         found = self.metadata.get_topics(sorted(topics)) if topics else {}
         return {name: t for name, t in found.items() if t.state == ACTIVE}
 
-    def _heads(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, PartitionHead]:
-        heads: dict[TopicPartition, PartitionHead] = {}
-        by_topic: dict[str, list[int]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        for topic, numbers in sorted(by_topic.items()):
-            for number, head in self.metadata.get_heads(topic, numbers).items():
-                heads[TopicPartition(topic, number)] = head
-        return heads
-
     def _check_partitions(self, partitions: Collection[TopicPartition]) -> None:
         """Check every offset's partition exists before storing any. The offset itself may be
         any (offset_value refuses a negative one), as Kafka's coordinator accepts it: a commit
@@ -462,12 +469,12 @@ class GroupCoordinator:
         if isinstance(topics, str) or not topics:
             raise InvalidRequest("topics must be a non-empty list of topic names", field="topics")
         self._require_topics(topics)
-        partitions = _all_partitions(self._partition_counts(topics))
+        partitions = all_partitions(self._partition_counts(topics))
         if reset.to == "offset":
             if not reset.offsets:
                 raise InvalidRequest("to=offset needs offsets", field="offsets")
             partitions = sorted(TopicPartition(*tp) for tp in reset.offsets)
-        heads = self._heads(partitions)
+        heads = partition_heads(self.metadata, partitions)
         current = self.committed(group, partitions) if reset.to == "current" else {}
         targets: dict[TopicPartition, int] = {}
         for tp in partitions:
@@ -484,11 +491,3 @@ class GroupCoordinator:
             self.store.register(group)
             self.store.track_topics(group, new)
             self._tracked.update((group, t) for t in new)
-
-
-def _subscribed(members: Mapping[str, MemberInfo]) -> frozenset[str]:
-    return frozenset(t for info in members.values() for t in info.topics)
-
-
-def _all_partitions(counts: Mapping[str, int]) -> list[TopicPartition]:
-    return [TopicPartition(t, p) for t in sorted(counts) for p in range(counts[t])]

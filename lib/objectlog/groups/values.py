@@ -11,6 +11,7 @@ from objectlog.errors import InvalidRequest
 from objectlog.format.topics import validate_topic_name
 from objectlog.groups.assignors import STRATEGIES
 from objectlog.stores.groups import GroupState, MemberInfo, OffsetItem, TopicPartition
+from objectlog.stores.metadata import MetadataStore, PartitionHead
 
 # Kafka takes any non-empty group id and client id (librdkafka's suite names a group
 # "roundrobin,range", Kafka Connect and Streams derive theirs from user names): 1-249
@@ -198,3 +199,25 @@ def fenced_message(
         f"cannot commit {where}: it is now owned by {owner}, not by {member_id} "
         f"(generation {generation}); the group rebalanced, rejoin"
     )
+
+
+def subscribed_topics(members: Mapping[str, MemberInfo]) -> frozenset[str]:
+    return frozenset(t for info in members.values() for t in info.topics)
+
+
+def all_partitions(counts: Mapping[str, int]) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t in sorted(counts) for p in range(counts[t])]
+
+
+def partition_heads(
+    metadata: MetadataStore, partitions: Sequence[TopicPartition]
+) -> dict[TopicPartition, PartitionHead]:
+    """The partitions' heads (those that exist), one read per topic."""
+    heads: dict[TopicPartition, PartitionHead] = {}
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    for topic, numbers in sorted(by_topic.items()):
+        for number, head in metadata.get_heads(topic, numbers).items():
+            heads[TopicPartition(topic, number)] = head
+    return heads

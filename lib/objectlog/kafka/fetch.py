@@ -2,10 +2,14 @@
 
 A fetch reads every asked partition in one library call (one BatchGetItem, concurrent ranged
 GETs); when nothing is there yet it waits on the agent's head watcher (kafka.watch) until a
-partition moves or max_wait passes, as a Kafka broker holds a fetch. Records go back as
-uncompressed record batches, transaction markers as Kafka's control batches, in offset order
-(kafka.batches.encode_records). Fetch sessions are declined (session id 0): every fetch
-names its partitions.
+partition moves or max_wait passes, as a Kafka broker holds a fetch. A fetch at the tail of
+partitions that stay still reads no head: it is answered from their ends as last read, once
+the topic's activity proves that nothing acknowledged before the fetch arrived is missing
+from them (services.activity, "Read your writes"), so a consumer waiting at the tail of an
+idle topic costs the agent a read of the activity item per wait, not one of every head.
+Records go back as uncompressed record batches, transaction markers as Kafka's control
+batches, in offset order (kafka.batches.encode_records). Fetch sessions are declined
+(session id 0): every fetch names its partitions.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from objectlog.clients.fetch_ahead import fresh_ends
 from objectlog.errors import ObjectLogError
 from objectlog.format.topics import check_partition
 from objectlog.kafka.batches import encode_records, records_within
@@ -23,6 +28,7 @@ from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.watch import HeadWatcher
 from objectlog.kafka.wire import Request
+from objectlog.services.activity import End
 from objectlog.services.fetch import FetchRequest, FetchResult
 from objectlog.services.isolation import READ_COMMITTED, READ_UNCOMMITTED
 
@@ -47,10 +53,18 @@ class FetchApi:
         deadline = time.monotonic() + body.max_wait.total_seconds()
         isolation = _isolation(body)
         committed = isolation == READ_COMMITTED
-        while True:
+        arrived = self.ctx.log.activity.now()
+        answers = await self._still(wanted, committed, None)  # a hint, proven before it is sent
+        hinted = answers is not None
+        if answers is None:
             answers = await self._fetch_once(wanted, body.max_bytes, isolation)
+        while True:
             size = sum(len(a.get("records") or b"") for a in answers)
-            if size >= max(body.min_bytes, 1) or time.monotonic() >= deadline:
+            if size >= max(body.min_bytes, 1):
+                break
+            if time.monotonic() >= deadline:
+                if hinted:
+                    answers = await self._proven(wanted, body.max_bytes, isolation, arrived)
                 break
             # Wait beyond what was read: past a marker or an aborted transaction's records
             # at the tail (offsets with nothing to answer), not at the client's position,
@@ -63,12 +77,13 @@ class FetchApi:
                 if name is not None
             }
             waited = deadline - time.monotonic()
-            if not await self.watcher.wait_beyond(positions, waited, committed=committed):
-                # a last look, unless every partition is idle: then a commit since would have
-                # made it due (services.activity), and the next fetch reads it
-                if await self.watcher.any_due(positions):
-                    answers = await self._fetch_once(wanted, body.max_bytes, isolation)
-                break
+            if await self.watcher.wait_beyond(positions, waited, committed=committed):
+                answers, hinted = await self._fetch_once(wanted, body.max_bytes, isolation), False
+                continue
+            # the last look: from the partitions' ends as last read if they hold everything
+            # acknowledged before the fetch arrived (read your writes), else read afresh
+            answers = await self._proven(wanted, body.max_bytes, isolation, arrived)
+            break
         by_topic: dict[int, list[dict[str, Any]]] = {}
         for (topic, _, _), answer in zip(wanted, answers, strict=True):
             answer.pop(NEXT_OFFSET, None)
@@ -86,6 +101,72 @@ class FetchApi:
                 for topic in body.topics
             ],
         }
+
+    async def _proven(
+        self,
+        wanted: Sequence[tuple[Any, Any, str | None]],
+        max_bytes: int,
+        isolation: str,
+        arrived: float,
+    ) -> list[dict[str, Any]]:
+        still = await self._still(wanted, isolation == READ_COMMITTED, arrived)
+        return still if still is not None else await self._fetch_once(wanted, max_bytes, isolation)
+
+    async def _still(
+        self, wanted: Sequence[tuple[Any, Any, str | None]], committed: bool, since: float | None
+    ) -> list[dict[str, Any]] | None:
+        """Empty answers from the partitions' ends as last read, when every one is at the
+        tail there and none is due a read (services.activity.still: with since, when the
+        fetch arrived, the proof that nothing acknowledged before it is missing from them;
+        without, the newest sample's word, a hint to wait on). None: read them."""
+        by_topic: dict[str, list[int]] = {}
+        for _, partition, name in wanted:
+            if name is not None:
+                by_topic.setdefault(name, []).append(partition.partition)
+        if not by_topic:
+            return None
+        ends = await self.ctx.call(self._ends_if_still, by_topic, since)
+        if ends is None:
+            return None
+        answers = []
+        for _, partition, name in wanted:
+            if name is None:
+                answers.append(_fetch_error(partition, ErrorCode.unknown_topic_id))
+                continue
+            end = ends.get((name, partition.partition))
+            if end is None or partition.fetch_offset != (end[1] if committed else end[0]):
+                return None  # not at the tail as last read: read the head
+            answers.append(
+                {
+                    "partition_index": partition.partition,
+                    "error_code": ErrorCode.none,
+                    "high_watermark": end[0],
+                    "last_stable_offset": end[1],
+                    "log_start_offset": end[2],
+                    "aborted_transactions": [],
+                    "preferred_read_replica": -1,
+                    "records": b"",
+                    NEXT_OFFSET: partition.fetch_offset,
+                }
+            )
+        return answers
+
+    def _ends_if_still(
+        self, by_topic: dict[str, list[int]], since: float | None
+    ) -> dict[tuple[str, int], End] | None:
+        activity, ends = self.ctx.log.activity, {}
+        try:  # a topic deleted (seen within the topic cache's 10 s) is read: its error
+            for topic in by_topic:
+                self.ctx.log.topic(topic)
+        except ObjectLogError:
+            return None
+        activity.refresh(list(by_topic), since)  # the proofs' counter reads: one request
+        for topic, partitions in by_topic.items():
+            found = activity.still(topic, partitions, since)
+            if found is None:
+                return None
+            ends.update({(topic, p): end for p, end in found.items()})
+        return ends
 
     async def _fetch_once(
         self, wanted: Sequence[tuple[Any, Any, str | None]], max_bytes: int, isolation: str
@@ -106,7 +187,13 @@ class FetchApi:
                 )
             )
             positions.append(i)
+        started = self.ctx.log.activity.now()
         results = await self._fetch_each(requests)
+        done = [
+            (q, r) for q, r in zip(requests, results, strict=True) if isinstance(r, FetchResult)
+        ]
+        for topic, found in fresh_ends([q for q, _ in done], [r for _, r in done]).items():
+            self.ctx.log.activity.saw(topic, found, started)  # the watcher's view of them
         left = max_bytes
         for i, result in zip(positions, results, strict=True):
             partition = wanted[i][1]

@@ -7,7 +7,9 @@ a hundred consumers tailing a partition cost one head read per interval, not a h
 
 Heads that stay still for a while stop being read: the log's activity (services.activity)
 says which partitions are due, and an idle topic costs one read of its activity item every
-half second until a writer touches it (or a fallback read every 30 s).
+half second until a writer touches it (or a fallback read every 60 s). Its reads, and the
+fetches' own, are the activity's view of the heads, from which a fetch at the tail of still
+partitions is answered (kafka.fetch).
 """
 
 from __future__ import annotations
@@ -62,18 +64,6 @@ class HeadWatcher:
                 else:
                     self._waiters.pop(key, None)
 
-    async def any_due(self, positions: Mapping[Key, int]) -> bool:
-        """Whether any of these partitions' heads is due a read (services.activity): False
-        only when every one is idle and its topic's activity has not moved since."""
-        by_topic: dict[str, list[int]] = defaultdict(list)
-        for topic, partition in positions:
-            by_topic[topic].append(partition)
-        activity = self.ctx.log.activity
-        for topic, partitions in by_topic.items():
-            if await self.ctx.call(activity.due, topic, partitions):
-                return True
-        return False
-
     async def stop(self) -> None:
         """End the watch (the agent is stopping; its waiting fetches were cancelled)."""
         if self._task is not None:
@@ -85,19 +75,26 @@ class HeadWatcher:
             by_topic: dict[str, list[int]] = defaultdict(list)
             for topic, partition in list(self._waiters):
                 by_topic[topic].append(partition)
-            activity = self.ctx.log.activity
-            for topic, partitions in by_topic.items():
-                with contextlib.suppress(ObjectLogError):  # the next round reads again
-                    due = await self.ctx.call(activity.due, topic, partitions)
-                    if not due:
-                        continue
-                    started = activity.now()
-                    heads = await self.ctx.call(self.ctx.log.metadata.get_heads, topic, sorted(due))
-                    activity.saw_heads(topic, heads.values(), started)
-                    self.reads += 1
-                    for partition, head in heads.items():
-                        for offset, committed, event in self._waiters.get((topic, partition), []):
-                            end = head.last_stable_offset if committed else head.next_offset
-                            if end > offset:
-                                event.set()
+            with contextlib.suppress(ObjectLogError):  # the next round reads again
+                due = await self.ctx.call(self._due, by_topic)
+                await asyncio.gather(*(self._look(t, sorted(ps)) for t, ps in due.items() if ps))
             await asyncio.sleep(self.interval_s)
+
+    def _due(self, by_topic: dict[str, list[int]]) -> dict[str, set[int]]:
+        activity = self.ctx.log.activity
+        activity.refresh(list(by_topic))  # the topics' counters due a read: one request
+        return {topic: activity.due(topic, partitions) for topic, partitions in by_topic.items()}
+
+    async def _look(self, topic: str, partitions: list[int]) -> None:
+        """Read these heads of the topic and wake the fetches they moved for."""
+        activity = self.ctx.log.activity
+        with contextlib.suppress(ObjectLogError):  # the next round reads again
+            started = activity.now()
+            heads = await self.ctx.call(self.ctx.log.metadata.get_heads, topic, partitions)
+            activity.saw_heads(topic, heads.values(), started)
+            self.reads += 1
+            for partition, head in heads.items():
+                for offset, committed, event in self._waiters.get((topic, partition), []):
+                    end = head.last_stable_offset if committed else head.next_offset
+                    if end > offset:
+                        event.set()

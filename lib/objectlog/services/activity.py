@@ -15,7 +15,7 @@ Kafka agent's head watcher):
   eventually consistent, one read per topic per process) still equals the *baseline*: the
   newest counter value read at least ``guard_s`` (1.5 s) before the start of the partition's
   last head read. A different value makes the partition due (at most every ``poll_s``); a
-  read that sees it move makes it active again. Every ``fallback_s`` (30 s) it is due anyway.
+  read that sees it move makes it active again. Every ``fallback_s`` (60 s) it is due anyway.
 
 Why no record is missed (pinned by tests/unit/test_activity.py with a fake clock). Let h be
 the start of the partition's last head read (strongly consistent), b the baseline, read by
@@ -25,6 +25,24 @@ did not because its last touch was sent at s >= e - G > h - G >= b.at (guard >= 
 covers two clocks' rates). Either way a touch took effect after the baseline was read, so the
 counter, which only grows, differs from b once a read reflects it (an eventually consistent
 read may show it late, or show an older value: both only make a read of the heads due).
+
+Read your writes (``still``: the Kafka agent answers a fetch of idle partitions from the
+ends last read, without reading heads): an answer given for a request that arrived at t holds
+every commit acknowledged before t, through this process or any other, when for each
+partition (a) its head was read after t, or (b) a strongly consistent read of the counter
+sent after t equals the partition's baseline and no commit of this process ended after the
+head read began (``committed`` notes when this process's commits ended: such a partition is
+due at once). For (b), take a commit C acknowledged before t that the head read at h did not
+see. By the proof above a touch took effect after the baseline was read: C's own (sent after
+C, in ``committed``, which returns before C is acknowledged) or the writer's previous touch,
+which completed before ``committed`` looked at it (a touch is remembered only once it
+succeeded). Either way it completed before t, so a strongly consistent read sent after t
+shows a larger counter than the baseline, and the partition is due. While such answers are
+given, every read of the counter is strongly consistent (1 read unit, against 0.5) and made
+every ``proving_poll_s`` (0.4 s, under a Kafka fetch's usual 500 ms wait), so the reads the
+waiters make anyway serve as the requests' proofs, and a request whose wait saw none reads
+the counter once more before it is answered. What (b) does not cover is
+what the fallback covers (below): a touch that failed, or a writer that does not touch.
 
 Why the rule is "since the writer's last touch", not "since its last commit" (which would let
 a busy producer touch only once): a commit that does not touch must be announced by a touch
@@ -56,7 +74,7 @@ from objectlog.stores.metadata import PartitionHead
 
 logger = logging.getLogger(__name__)
 
-End = tuple[int, int]  # a head's high watermark and last stable offset
+End = tuple[int, int, int]  # a head's high watermark, last stable offset and log start
 
 
 @dataclass(frozen=True)
@@ -65,11 +83,14 @@ class ActivitySettings:
     guard_s: float = 1.5  # a baseline is read at least this long before the heads (>= G)
     idle_after_s: float = 5.0  # X: heads still for this long, the partition goes idle
     poll_s: float = 0.5  # an idle topic's counter is read at most this often
-    fallback_s: float = 30.0  # an idle partition's head is read at least this often
+    # ... and this often while requests are answered from the view (``still``): under a Kafka
+    # fetch's usual 500 ms wait, so the waiters' reads prove the fetches' answers
+    proving_poll_s: float = 0.4
+    fallback_s: float = 60.0  # an idle partition's head is read at least this often
 
 
 def end_of(head: PartitionHead) -> End:
-    return head.next_offset, head.last_stable_offset
+    return head.next_offset, head.last_stable_offset, head.log_start_offset
 
 
 @dataclass
@@ -83,6 +104,8 @@ class _Partition:
 class _Sample:
     at: float  # when the read of the counter returned
     value: int
+    sent: float = 0.0  # when it was sent
+    consistent: bool = False  # read strongly consistently
 
 
 class TopicActivity:
@@ -102,6 +125,8 @@ class TopicActivity:
         self._touched: dict[str, float] = {}  # topic -> when our last good touch was sent
         self._partitions: dict[tuple[str, int], _Partition] = {}
         self._samples: dict[str, list[_Sample]] = {}  # per topic, oldest first
+        self._local: dict[str, float] = {}  # topic -> when this process's last commits ended
+        self._strict_until = float("-inf")  # read the counter strongly until then (``still``)
         self.touches = 0  # touches sent, for tests and benchmarks
         self.reads = 0  # counter reads sent
 
@@ -111,7 +136,10 @@ class TopicActivity:
         """After commits to these topics took effect (or may have: an unknown outcome):
         touch each whose last touch from this process was sent more than G ago. A failed
         touch is logged and not remembered, so the next commit touches again."""
-        for topic in sorted(set(topics)):
+        ended, names = self.now(), sorted(set(topics))
+        with self._lock:
+            self._local.update(dict.fromkeys(names, ended))
+        for topic in names:
             with self._lock:
                 lock = self._touch_locks.setdefault(topic, threading.Lock())
             with lock:  # concurrent commits to a topic: one touches, the others see it
@@ -129,18 +157,25 @@ class TopicActivity:
 
     # ---- waiters -----------------------------------------------------------------------
 
-    def due(self, topic: str, partitions: Collection[int]) -> set[int]:
+    def due(self, topic: str, partitions: Collection[int], since: float | None = None) -> set[int]:
         """Of the partitions a waiter waits on, those whose heads it should read now (it
-        reads the active ones at its own pace). May read the topic's counter (blocking)."""
+        reads the active ones at its own pace). May read the topic's counter (blocking).
+        With ``since`` (``now()`` when a request arrived), an idle partition is due unless
+        its last head read started after since, or the counter, read strongly consistently
+        after since, still equals its baseline (``still``)."""
         settings, now = self.settings, self.now()
         due: set[int] = set()
         idle: list[tuple[int, float, _Sample]] = []
         sample = False
         with self._lock:
             samples = self._samples.get(topic, [])
+            local = self._local.get(topic, float("-inf"))
             for partition in partitions:
                 state = self._partitions.get((topic, partition))
                 if state is None or now - state.cover >= settings.fallback_s:
+                    due.add(partition)
+                    continue
+                if local >= state.cover:  # a commit of ours may have ended after that read
                     due.add(partition)
                     continue
                 quiet = now - state.moved
@@ -154,13 +189,33 @@ class TopicActivity:
                 idle.append((partition, state.cover, baseline))
         if not (idle or sample):
             return due
-        latest = self._sample(topic)
+        strict = since is not None and any(cover < since for _, cover, _ in idle)
+        if strict:
+            with self._lock:  # the waiters' polls serve the next requests' proofs too
+                self._strict_until = now + settings.fallback_s
+        latest = self._sample(topic, since if strict else None)
         for partition, cover, baseline in idle:
             if latest is None or (
-                latest.value != baseline.value and now - cover >= settings.poll_s
+                latest.value != baseline.value
+                and (now - cover >= settings.poll_s or (since is not None and cover < since))
             ):
                 due.add(partition)
         return due
+
+    def still(
+        self, topic: str, partitions: Collection[int], since: float | None
+    ) -> dict[int, End] | None:
+        """The partitions' ends as last read, when none of them is due (``due``): with
+        since, an answer from them holds every commit acknowledged before since (read your
+        writes, above); without, it is the newest sample's word, a hint. None when any is due
+        (read the heads)."""
+        if self.due(topic, partitions, since):
+            return None
+        with self._lock:
+            states = [self._partitions.get((topic, p)) for p in partitions]
+            if any(state is None for state in states):
+                return None  # forgotten meanwhile
+            return {p: state.end for p, state in zip(partitions, states, strict=True) if state}
 
     def saw(self, topic: str, ends: Mapping[int, End], started: float) -> None:
         """A head read that started at ``started`` (``now()`` before it was sent) found these
@@ -178,20 +233,58 @@ class TopicActivity:
     def saw_heads(self, topic: str, heads: Iterable[PartitionHead], started: float) -> None:
         self.saw(topic, {head.partition: end_of(head) for head in heads}, started)
 
-    def _sample(self, topic: str) -> _Sample | None:
-        """The topic's newest counter value, read now if the last is poll_s old; None if the
-        read failed (the caller reads heads instead)."""
-        settings = self.settings
+    def refresh(self, topics: Collection[str], since: float | None = None) -> None:
+        """Read, in one request, the counters of these topics that ``due`` (with since)
+        would read one by one now, so a waiter on many topics sends one request a poll, not
+        one a topic. A failed read is logged: ``due`` reads them one by one."""
         with self._lock:
-            samples = self._samples.get(topic)
-            if samples and self.now() - samples[-1].at < settings.poll_s:
-                return samples[-1]
+            stale = [t for t in topics if self._fresh(t, since) is None]
+            consistent = since is not None or self.now() < self._strict_until
+        if len(stale) < 2:
+            return  # due() reads one as cheaply
+        sent = self.now()
         try:
-            value = self.store.read(topic)
+            values = self.store.read_many(stale, consistent=consistent)
+        except ObjectLogError as e:
+            logger.warning("reading the activity of topics %s failed: %s", stale, e)
+            return
+        returned = self.now()
+        for topic, value in values.items():
+            self._add(topic, _Sample(returned, value, sent, consistent))
+
+    def _fresh(self, topic: str, since: float | None) -> _Sample | None:
+        """The topic's newest sample if no read is needed now (called holding the lock): one
+        read less than poll_s ago (proving_poll_s while answers are proven), or, with since,
+        one read strongly consistently after since."""
+        samples = self._samples.get(topic)
+        newest = samples[-1] if samples else None
+        if newest is None:
+            return None
+        if since is not None:
+            return newest if newest.consistent and newest.sent >= since else None
+        proving = self.now() < self._strict_until
+        every = self.settings.proving_poll_s if proving else self.settings.poll_s
+        return newest if self.now() - newest.at < every else None
+
+    def _sample(self, topic: str, since: float | None = None) -> _Sample | None:
+        """The topic's newest counter value, read now unless ``_fresh``; None if the read
+        failed (the caller reads heads instead)."""
+        with self._lock:
+            fresh = self._fresh(topic, since)
+            if fresh is not None:
+                return fresh
+            consistent = since is not None or self.now() < self._strict_until
+        sent = self.now()
+        try:
+            value = self.store.read(topic, consistent=consistent)
         except ObjectLogError as e:
             logger.warning("reading the activity of topic %s failed: %s", topic, e)
             return None
-        read = _Sample(self.now(), value)
+        return self._add(topic, _Sample(self.now(), value, sent, consistent))
+
+    def _add(self, topic: str, read: _Sample) -> _Sample:
+        """Keep a counter read; the topic's newest sample after it."""
+        settings = self.settings
         with self._lock:
             self.reads += 1
             samples = self._samples.setdefault(topic, [])

@@ -26,7 +26,7 @@ from objectlog.format.l1 import decode_ref
 from objectlog.format.layout import object_key
 from objectlog.format.records import Record
 from objectlog.format.segment import SCHEMA, table_to_records
-from objectlog.services.activity import TopicActivity
+from objectlog.services.activity import End, TopicActivity
 from objectlog.services.footers import Footers
 from objectlog.services.index import IndexStore
 from objectlog.services.isolation import READ_COMMITTED, READ_UNCOMMITTED, committed_plan, end_of
@@ -96,6 +96,10 @@ class FetchResult:
     @cached_property
     def records(self) -> list[Record]:
         return table_to_records(self.table)
+
+    @property
+    def end(self) -> End:  # the ends of the head it read, as services.activity keeps them
+        return self.high_watermark, self.last_stable_offset, self.log_start_offset
 
     def __len__(self) -> int:
         return self.table.num_rows

@@ -10,16 +10,25 @@ needless look at the heads, never a missed record. A deleted topic leaves its it
 recreated one goes on counting from it).
 
 Request costs: a touch is one UpdateItem (``ADD``, 1 write unit); a read one GetItem,
-eventually consistent (0.5 read unit on DynamoDB on-demand).
+eventually consistent (0.5 read unit on DynamoDB on-demand) or, when a reader must prove that
+nothing acknowledged before its request is missing (services.activity.still), strongly
+consistent (1 read unit).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
-from typing import Protocol
+from collections.abc import Collection
+from typing import Any, Protocol
 
-from objectlog.adapters.dynamodb import DynamoTable, item_from_dynamo, item_to_dynamo
+from objectlog.adapters.dynamodb import (
+    BATCH_GET_LIMIT,
+    DynamoTable,
+    item_from_dynamo,
+    item_to_dynamo,
+)
 
 
 class ActivityStore(Protocol):
@@ -28,9 +37,15 @@ class ActivityStore(Protocol):
         when the write failed or its outcome is unknown."""
         ...
 
-    def read(self, topic: str) -> int:
-        """The topic's counter (0 if never touched), eventually consistent: it may lag the
-        newest touches, and two reads may even go back and forth while it settles."""
+    def read(self, topic: str, *, consistent: bool = False) -> int:
+        """The topic's counter (0 if never touched). Eventually consistent unless asked: it
+        may lag the newest touches, and two reads may even go back and forth while it
+        settles; a strongly consistent read reflects every touch that completed before it
+        was sent."""
+        ...
+
+    def read_many(self, topics: Collection[str], *, consistent: bool = False) -> dict[str, int]:
+        """read() of several topics in one request (BatchGetItem, billed per item)."""
         ...
 
 
@@ -51,21 +66,40 @@ class DynamoActivityStore:
             what="UpdateItem topic activity",
         )
 
-    def read(self, topic: str) -> int:
-        # DynamoTable.get reads strongly consistently (1 read unit); this read may lag, and
-        # costs half. TODO(lead): a `consistent=False` on DynamoTable.get would keep even the
-        # client's method name in the adapter; until then, the adapter's retry policy and
-        # error translation are used through its `call`.
+    def read(self, topic: str, *, consistent: bool = False) -> int:
+        # DynamoTable.get reads strongly consistently (1 read unit); an eventually consistent
+        # read may lag, and costs half. TODO(lead): a `consistent=` on DynamoTable.get would
+        # keep even the client's method name in the adapter; until then, the adapter's retry
+        # policy and error translation are used through its `call`.
         response = self.table.call(
             "GetItem topic activity",
             lambda: self.table.client.get_item(
                 TableName=self.table.name,
                 Key=item_to_dynamo(activity_key(topic)),
-                ConsistentRead=False,
+                ConsistentRead=consistent,
             ),
         )
         item = response.get("Item")
         return int(item_from_dynamo(item)["v"]) if item else 0
+
+    def read_many(self, topics: Collection[str], *, consistent: bool = False) -> dict[str, int]:
+        values = dict.fromkeys(topics, 0)
+        names = sorted(values)
+        for i in range(0, len(names), BATCH_GET_LIMIT):
+            keys = [item_to_dynamo(activity_key(t)) for t in names[i : i + BATCH_GET_LIMIT]]
+            pending: dict[str, Any] = {
+                self.table.name: {"Keys": keys, "ConsistentRead": consistent}
+            }
+            while pending:
+                response = self.table.call(
+                    "BatchGetItem topic activity",
+                    functools.partial(self.table.client.batch_get_item, RequestItems=pending),
+                )
+                for raw in response.get("Responses", {}).get(self.table.name, []):
+                    item = item_from_dynamo(raw)
+                    values[str(item["pk"]).removeprefix("activity#")] = int(item["v"])
+                pending = response.get("UnprocessedKeys") or {}
+        return values
 
 
 class MemoryActivityStore:
@@ -82,7 +116,12 @@ class MemoryActivityStore:
             self.requests["UpdateItem"] += 1
             self._counters[topic] += 1
 
-    def read(self, topic: str) -> int:
+    def read(self, topic: str, *, consistent: bool = False) -> int:
         with self._lock:
-            self.requests["GetItem"] += 1
+            self.requests["GetItem consistent" if consistent else "GetItem"] += 1
             return self._counters[topic]
+
+    def read_many(self, topics: Collection[str], *, consistent: bool = False) -> dict[str, int]:
+        with self._lock:
+            self.requests["BatchGetItem consistent" if consistent else "BatchGetItem"] += 1
+        return {topic: self._counters[topic] for topic in topics}
