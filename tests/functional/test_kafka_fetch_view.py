@@ -15,6 +15,7 @@ import pytest
 from objectlog import ObjectLog
 from objectlog.kafka.server import AgentThread
 from objectlog.services.activity import ActivitySettings
+from tests.head_reads import HeadReads
 from tests.kafka_agent_config import agent_config
 from tests.kafka_frames import answer
 
@@ -22,26 +23,6 @@ TOPIC = "viewed"
 PARTITIONS = 4
 FETCH = 1
 FAST = ActivitySettings(touch_every_s=0.2, guard_s=0.3, idle_after_s=0.6, poll_s=0.1)
-
-
-class HeadReads:
-    """Partition heads the log reads (its DynamoDB client's GetItem and BatchGetItem keys)."""
-
-    def __init__(self, log: ObjectLog) -> None:
-        self.count = 0
-        events = log.metadata.client.meta.events
-        events.register("provide-client-params.dynamodb.GetItem", self._one)
-        events.register("provide-client-params.dynamodb.BatchGetItem", self._batch)
-
-    def _one(self, params: dict[str, Any], **_: Any) -> None:
-        self.count += _is_head(params["Key"])
-
-    def _batch(self, params: dict[str, Any], **_: Any) -> None:
-        self.count += sum(_is_head(k) for t in params["RequestItems"].values() for k in t["Keys"])
-
-
-def _is_head(key: dict[str, Any]) -> bool:
-    return str(key["pk"].get("S", "")).startswith("part#")
 
 
 @pytest.fixture
