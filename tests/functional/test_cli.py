@@ -137,7 +137,10 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
             time.sleep(0.1)
         if process.poll() is None:
             process.kill()
+        rest = process.stdout.read()
     assert process.returncode == 0
+    assert " GET /topics/hello/" in rest  # a request line, and no raw EMF line (metrics are off)
+    assert not [line for line in rest.splitlines() if line.startswith('{"_aws"')]
 
 
 def test_commands_leave_no_unclosed_session_or_resource_warning(

@@ -154,10 +154,12 @@ def test_the_verify_command_prints_its_table_and_exits_by_verdict() -> None:
     # the tests after it on the worker (caplog on objectlog's logs) need its level back.
     level = logging.getLogger(SERVICE).level
     try:
-        result = runner.invoke(main, ["verify", *args])
+        # as from a shell: tests/conftest.py turns EMF metrics off for the whole test process
+        result = runner.invoke(main, ["verify", *args], env={"POWERTOOLS_METRICS_DISABLED": None})
     finally:
         logging.getLogger(SERVICE).setLevel(level)
     assert result.exit_code == 0, result.output
+    assert not [line for line in result.output.splitlines() if line.startswith('{"_aws"')]
     assert "verdict" in result.output and "PASS" in result.output
     assert "anomalies" in result.output and "faults injected" in result.output
     bad = runner.invoke(main, ["verify", "--faults", "gremlins"])

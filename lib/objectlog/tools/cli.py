@@ -151,6 +151,7 @@ def main(
     api_url: str | None,
 ) -> None:
     """objectlog: a serverless, Kafka-style log on S3 and DynamoDB."""
+    quiet_handler_metrics()
     overrides: dict[str, Any] = {"bucket": bucket, "table": table, "prefix": prefix}
     if endpoint_url:
         overrides.update(s3_endpoint=endpoint_url, dynamodb_endpoint=endpoint_url)
@@ -159,6 +160,17 @@ def main(
         ctx.obj = lambda: HttpObjectLog(api_url)
     else:
         ctx.obj = lambda: ObjectLog(direct_config())
+
+
+def quiet_handler_metrics() -> None:
+    """Outside Lambda, no CloudWatch EMF line among a command's output. The function handlers
+    a command runs in process (verify's and dev's local API) flush Powertools metrics as one
+    JSON line per invocation on stdout, which only a function's log group turns into metrics;
+    in a terminal they bury the command's own output. In Lambda (AWS_LAMBDA_FUNCTION_NAME) nothing
+    changes, and POWERTOOLS_METRICS_DISABLED, when set, is kept (dev's --emf sets it false).
+    The agent's per-API EMF lines (kafka/server.py) are its own, not Powertools', and stay."""
+    if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 
 
 def _log(ctx: click.Context) -> LogClient:
@@ -249,8 +261,8 @@ def dev(
 
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
-    if not emf:
-        os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
+    if emf:  # else off (quiet_handler_metrics): the request lines carry what they would say
+        os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
     assert ctx.parent is not None
     options = DevOptions(
         host=host,

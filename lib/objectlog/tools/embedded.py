@@ -224,10 +224,12 @@ def start_dev_process(
     unless kafka_port is given (9092 may be taken by a `make run`). environment: variables
     added to its environment (``OBJECTLOG_JWT_ISSUER``, say).
 
-    AWS_ENDPOINT_URL* are dropped from its environment: it is the endpoint.
+    AWS_ENDPOINT_URL* are dropped from its environment: it is the endpoint. So is
+    POWERTOOLS_METRICS_DISABLED (the tests' own): the command decides, as from a shell.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
-    env.update(PYTHONUNBUFFERED="1", POWERTOOLS_METRICS_DISABLED="true", **(environment or {}))
+    inherited = {k: v for k, v in os.environ.items() if k != "POWERTOOLS_METRICS_DISABLED"}
+    env = {k: v for k, v in inherited.items() if not k.startswith("AWS_ENDPOINT_URL")}
+    env.update(PYTHONUNBUFFERED="1", **(environment or {}))
     command = [sys.executable, "-m", "objectlog.tools.cli", "dev", "--port", str(port)]
     return subprocess.Popen(
         [*command, "--api-port", str(api_port), "--kafka-port", str(kafka_port), *options],
