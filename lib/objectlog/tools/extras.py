@@ -10,7 +10,7 @@ from typing import NoReturn
 # extra -> the top-level modules it provides
 EXTRAS: dict[str, tuple[str, ...]] = {
     "cli": ("click", "rich"),
-    "server": ("moto", "werkzeug"),
+    "server": ("moto", "werkzeug", "waitress"),
     "lambda": ("aws_lambda_powertools", "pydantic"),
     "agent": ("kio", "aiokafka", "cramjam", "scramp"),
     "kafka-clients": ("kafka", "confluent_kafka"),
