@@ -11,6 +11,7 @@ waitress drops.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from typing import Any
@@ -56,9 +57,13 @@ class BackgroundWsgiServer:
                 dispatcher.close()
 
         def stop() -> None:
-            server.trigger.pull_trigger(close_all)
-            if self._thread is not None:
-                self._thread.join(timeout=STOP_TIMEOUT_S)
+            thread = self._thread
+            if thread is not None and thread.is_alive():
+                with contextlib.suppress(OSError):  # its loop ended meanwhile, trigger closed
+                    server.trigger.pull_trigger(close_all)
+                thread.join(timeout=STOP_TIMEOUT_S)
+            if thread is None or not thread.is_alive():
+                close_all()  # no loop runs now: whatever it left open is closed here
             server.task_dispatcher.shutdown(timeout=STOP_TIMEOUT_S)
 
         self._stop = stop
