@@ -47,7 +47,7 @@ from typing import Any
 
 from bench.report import Report, Row, console
 from bench.run import DDB_RRU_PER_MILLION, DDB_WRU_PER_MILLION, S3_GET_PER_1000
-from bench.server import add_endpoint_argument, bench_config, embedded_endpoint
+from bench.server import add_endpoint_argument, embedded_endpoint, fresh_log
 from objectlog import ObjectLog
 from objectlog.adapters.dynamodb import item_from_dynamo, item_size
 from objectlog.kafka.classic import DEV_INITIAL_REBALANCE_DELAY_MS
@@ -483,20 +483,13 @@ def main() -> None:
             report.header("tree: with the activity item (services.activity)")
         except ImportError:
             report.header("tree: without the activity item (before)")
-        suffix = uuid.uuid4().hex[:10]
-        config = bench_config(endpoint, f"bench-{suffix}", f"bench-{suffix}")
-        setup = ObjectLog(config)
-        setup.ensure_resources()
+        config, setup = fresh_log(endpoint)
         try:
             cost(report, config, setup, args.seconds)
             latency(report, config, setup, args.topics, args.idle)
         finally:
             setup.close()
-    after = os.getloadavg()
-    report.note(
-        f"load average (1 min) at start {load[0]:.2f}, at end {after[0]:.2f}, on "
-        f"{os.cpu_count()} CPUs shared with the endpoint and other jobs"
-    )
+    report.load_note(load)
     report.note(f"run took {time.perf_counter() - began:.0f} s")
     report.print()
 

@@ -1,10 +1,31 @@
-"""Counting the partition heads an ObjectLog reads (tests of waiting that reads nothing)."""
+"""Tests of waiting that reads nothing: counting the partition heads an ObjectLog reads, and
+logs whose activity settings make a partition go idle within a second."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from objectlog import ObjectLog
+from objectlog.services.activity import ActivitySettings
+
+FAST = ActivitySettings(touch_every_s=0.2, guard_s=0.3, idle_after_s=0.6, poll_s=0.1)
+
+
+def fast_writer(log: ObjectLog, topic: str, partitions: int) -> ObjectLog:
+    """log with FAST activity settings, and topic created on it."""
+    log.activity.settings = FAST
+    log.create_topic(topic, partitions=partitions)
+    return log
+
+
+@contextmanager
+def fast_reader(writer: ObjectLog) -> Iterator[ObjectLog]:
+    """Another ObjectLog on writer's bucket and table, with FAST activity settings."""
+    with ObjectLog(writer.config) as log:
+        log.activity.settings = FAST
+        yield log
 
 
 class HeadReads:

@@ -15,27 +15,23 @@ import pytest
 from objectlog import ObjectLog
 from objectlog.kafka.server import AgentThread
 from objectlog.services.activity import ActivitySettings
-from tests.head_reads import HeadReads
+from tests.head_reads import HeadReads, fast_reader, fast_writer
 from tests.kafka_agent_config import agent_config
 from tests.kafka_frames import answer
 
 TOPIC = "viewed"
 PARTITIONS = 4
 FETCH = 1
-FAST = ActivitySettings(touch_every_s=0.2, guard_s=0.3, idle_after_s=0.6, poll_s=0.1)
 
 
 @pytest.fixture
 def writer(log: ObjectLog) -> ObjectLog:
-    log.activity.settings = FAST
-    log.create_topic(TOPIC, partitions=PARTITIONS)
-    return log
+    return fast_writer(log, TOPIC, PARTITIONS)
 
 
 @pytest.fixture
 def reader(writer: ObjectLog) -> Iterator[ObjectLog]:
-    with ObjectLog(writer.config) as log:
-        log.activity.settings = FAST
+    with fast_reader(writer) as log:
         yield log
 
 

@@ -183,6 +183,15 @@ def decode_parquet(data: bytes | memoryview) -> pa.Table:
     return pq.read_table(pa.BufferReader(data), schema=SCHEMA)
 
 
+def concat_slices(tables: Sequence[pa.Table]) -> pa.Table:
+    """Slice tables one after the other as one slice: the offset column's positions run on."""
+    if len(tables) == 1:
+        return tables[0]
+    table = pa.concat_tables(tables)
+    index = table.schema.get_field_index("offset")
+    return table.set_column(index, "offset", _positions(0, table.num_rows))
+
+
 def with_absolute_offsets(table: pa.Table, base_offset: int) -> pa.Table:
     """Turn an L0 slice's positions into absolute offsets."""
     if base_offset == 0:

@@ -116,7 +116,11 @@ class SettledMembers:
         """Read the member's items at its next heartbeat (None: every member of the group);
         if they are as the view says, that read confirms it again."""
         with self._lock:
-            for key in [k for k in self._views if k[0] == group and member_id in (None, k[1])]:
+            if member_id is not None:  # a commit's: one lookup, not a scan of every view
+                keys = [(group, member_id)] if (group, member_id) in self._views else []
+            else:
+                keys = [k for k in self._views if k[0] == group]
+            for key in keys:
                 self._views[key] = replace(self._views[key], confirmed=False)
 
 

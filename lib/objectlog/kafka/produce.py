@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from objectlog.cache import LruCache
 from objectlog.errors import InvalidRecord, ObjectLogError
 from objectlog.format.records import check_keys
+from objectlog.format.segment import concat_slices
 from objectlog.format.topics import check_partition
 from objectlog.kafka.batches import InvalidBatch, decode_batches
 from objectlog.kafka.coalesce import GroupCommit
@@ -23,7 +24,7 @@ from objectlog.kafka.context import ApiContext
 from objectlog.kafka.errors import error_code
 from objectlog.kafka.wire import Request
 from objectlog.services.append import PartitionBatch
-from objectlog.services.group_commit import Entry, concatenated
+from objectlog.services.group_commit import Entry
 from objectlog.stores.metadata import KafkaSequence, kafka_producer
 
 LOG_APPEND_TIME = 1
@@ -86,7 +87,7 @@ class ProduceApi:
         stamped = topic.config.timestamp_type == LOG_APPEND_TIME
         now = self.ctx.log.clock.now_ms() if stamped else None
         decoded = decode_batches(data.records or b"", name, data.index, log_append_ms=now)
-        table = concatenated([batch.table for batch in decoded])  # positions run on
+        table = concat_slices([batch.table for batch in decoded])
         if table.num_rows == 0:
             raise InvalidBatch(f"{name}/{data.index}: no records")
         check_keys(topic, table.column("key"))  # refuses the partition's batch, as Kafka does

@@ -432,10 +432,7 @@ class Appender:
                 self._solo.add(key)
             else:
                 self._solo.discard(key)
-            if known is None or (known.index_epoch, known.next_offset) <= (
-                head.index_epoch,
-                head.next_offset,
-            ):
+            if known is None or _progress(known) <= _progress(head):
                 self._heads[key] = head
 
     def _spill_grown_heads(self, outcomes: list[AppendOutcome]) -> None:
@@ -470,9 +467,11 @@ def _newest_heads(outcomes: Sequence[AppendOutcome]) -> list[PartitionHead]:
             continue
         key = (head.topic, head.partition)
         known = newest.get(key)
-        if known is None or (known.index_epoch, known.next_offset) < (
-            head.index_epoch,
-            head.next_offset,
-        ):
+        if known is None or _progress(known) < _progress(head):
             newest[key] = head
     return list(newest.values())
+
+
+def _progress(head: PartitionHead) -> tuple[int, int]:
+    """How far a head has come: index epochs and offsets only grow."""
+    return head.index_epoch, head.next_offset

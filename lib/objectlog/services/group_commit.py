@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
+from objectlog.format.segment import concat_slices
 from objectlog.services.flushes import AppendOutcome, PartitionBatch
 
 
@@ -65,7 +66,7 @@ def plan_flush(entries: Sequence[Entry]) -> FlushPlan:
         plan.placements.append(Placement(member, ahead))
     for member, tables in enumerate(pieces):
         if len(tables) > 1:
-            plan.batches[member] = replace(plan.batches[member], table=concatenated(tables))
+            plan.batches[member] = replace(plan.batches[member], table=concat_slices(tables))
     return plan
 
 
@@ -91,15 +92,3 @@ def entry_outcomes(
 
 def _mergeable(entry: Entry) -> bool:
     return entry.producer is None and not entry.batch.transactional
-
-
-def concatenated(tables: Sequence[pa.Table]) -> pa.Table:
-    """The slice tables one after the other, the offset column (positions) running on."""
-    if len(tables) == 1:
-        return tables[0]
-    table = pa.concat_tables(tables)
-    return table.set_column(
-        table.schema.get_field_index("offset"),
-        "offset",
-        pa.array(range(table.num_rows), type=pa.int64()),
-    )
