@@ -32,6 +32,7 @@ from objectlog.http import rest_proxy, schema_registry
 from objectlog.http.group_routes import groups_router
 from objectlog.http.models import FetchResponse, OffsetOut, ProduceResponse
 from objectlog.http.principals import authenticated_principal
+from objectlog.http.resolver import HttpApiResolver
 from objectlog.http.rest_consumers import consumers_router
 from objectlog.http.routes import (
     FETCH,
@@ -73,7 +74,7 @@ def is_rest_proxy(path: str) -> bool:
 
 def build_app(function: str, services: Services) -> APIGatewayHttpResolver:
     """The resolver for one function (PRODUCE or FETCH), or "all" for the whole API."""
-    app = APIGatewayHttpResolver(enable_validation=True)
+    app = HttpApiResolver(enable_validation=True)
     if function in (PRODUCE, "all"):
         _include_produce_routes(app, services)
     if function in (FETCH, "all"):
