@@ -34,14 +34,18 @@ run: install
 # the jobs beside them share the 2 CPUs well. All must pass. Files go to the workers in
 # collection order, the longest first (tests/conftest.py, LONG_FILES), not xdist's default of
 # most tests first. The PySpark 4.0 run of the Spark tests is a matrix entry: make
-# test-spark-4.0. `make pytest` runs the suite on one worker.
+# test-spark-4.0. `make pytest` runs the suite on one worker. A worker that crashes ends the run
+# at once, naming its test (--max-worker-restart=0): pytest-xdist 3.8's loadfile scheduler
+# re-queues a crashed worker's finished files as empty work and can wait forever at the end of
+# the run (pytest-xdist issue 1378; CI hung so after a segfault until its 90 minutes ran out).
 BESIDE_THE_SUITE := test-emulators test-spark test-spark-3.5
 SPARK_TESTS := tests/e2e/test_spark.py tests/e2e/test_spark_isolation.py
 test: install prereqs lint
 	@mkdir -p build
 	@($(MAKE) --no-print-directory $(BESIDE_THE_SUITE) > build/test-beside.log 2>&1; \
 		echo $$? > build/test-beside.status) & \
-	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(addprefix --ignore=,$(SPARK_TESTS)); suite=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart=0 \
+		$(addprefix --ignore=,$(SPARK_TESTS)); suite=$$?; \
 	wait; \
 	echo "==== make $(BESIDE_THE_SUITE), run beside the suite (whole output: build/test-beside.log)"; \
 	grep -E "^objectlog: |^error|passed|failed|skipped" build/test-beside.log; \
