@@ -48,7 +48,8 @@ TXN_GROUP = "verify-txn-group"
 # (TxnMember._fence).
 TXN_TIMEOUT_MS = 30_000
 # Of transactions, aborted on purpose and abandoned mid-transaction; the first member's
-# second transaction aborts and its third crashes, so a short run has both.
+# second transaction aborts and its third crashes, so a short run has both, also when the
+# workload began to drain before them (a loaded machine: 4 transactions in a short run).
 ABORT_SHARE = 0.1
 CRASH_SHARE = 0.02
 # Above a transaction's length under load (5-7 s on the embedded server's shared moto): a
@@ -81,7 +82,7 @@ class TxnMember:
         self.source = source
         self.partitions = partitions
         self.history = history
-        self.draining = draining  # no crash, no abort on purpose, once set
+        self.draining = draining  # once set, no abort or crash the shares draw (planned ones go on)
         self.stopping = stopping
         self.rng = random.Random(f"{seed}-txn-member-{index}")
         self.ownership = 0  # bumped at every assignment change and rewind (checker.Poll)
@@ -202,8 +203,8 @@ class TxnMember:
         from confluent_kafka import KafkaException, TopicPartition
 
         calm = self.draining.is_set()
-        crash = not calm and (planned == "crash" or self.rng.random() < CRASH_SHARE)
-        abort = not calm and not crash and (planned == "abort" or self.rng.random() < ABORT_SHARE)
+        crash = planned == "crash" or (not calm and self.rng.random() < CRASH_SHARE)
+        abort = not crash and (planned == "abort" or (not calm and self.rng.random() < ABORT_SHARE))
         inputs = tuple((m.partition(), m.offset()) for m in messages)
         offsets = {m.partition(): m.offset() + 1 for m in messages}
         outputs: list[tuple[int, bytes]] = []
