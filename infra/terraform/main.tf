@@ -12,6 +12,7 @@ module "objectlog" {
   python_runtime                  = var.python_runtime
   kms_key_arn                     = var.kms_key_arn
   jwt_authorizer                  = var.jwt_authorizer
+  console                         = var.console
   registry_auth_cache_s           = var.registry_auth_cache_s
   api_memory_mb                   = var.api_memory_mb
   api_timeout_s                   = var.api_timeout_s

@@ -3,6 +3,11 @@ output "api_id" {
   value       = module.objectlog.api_id
 }
 
+output "console_url" {
+  description = "The web console's address (var.console; its OIDC client's callback is <this>/callback), null without it."
+  value       = module.objectlog.console_url
+}
+
 output "api_endpoint" {
   description = "Base URL of the HTTP API (OBJECTLOG_API_URL)."
   value       = module.objectlog.api_endpoint

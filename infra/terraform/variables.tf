@@ -84,6 +84,17 @@ variable "jwt_authorizer" {
   default = null
 }
 
+variable "console" {
+  description = "The web console at /console ({client_id, scopes (optional), authorization_endpoint and token_endpoint (optional)}): needs jwt_authorizer, whose audience must name client_id; see docs/console.md. Null: no console."
+  type = object({
+    client_id              = string
+    scopes                 = optional(list(string), ["openid"])
+    authorization_endpoint = optional(string)
+    token_endpoint         = optional(string)
+  })
+  default = null
+}
+
 variable "registry_auth_cache_s" {
   description = "Seconds the Schema Registry routes' authorizer answer is reused per Authorization header (API Gateway's cache and the function's); 0 turns caching off."
   type        = number

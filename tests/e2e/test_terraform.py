@@ -56,7 +56,7 @@ from objectlog.tools.deploy.policies import (
     role_statements,
     wildcard_match,
 )
-from objectlog.tools.deploy.terraform import Workspace, find_terraform
+from objectlog.tools.deploy.terraform import Workspace, find_terraform, local_variables
 from objectlog.tools.packaging import LAMBDA_UNZIPPED_LIMIT
 from objectlog.tools.project import find_project
 from tests.e2e.deployed_access import (
@@ -116,6 +116,26 @@ def test_terraform_fmt() -> None:
 def test_terraform_validate(tmp_path: Path) -> None:
     workspace = Workspace("validate", {}, state_dir=tmp_path, project=PROJECT)
     assert "Success" in workspace.validate()
+
+
+@pytest.mark.slow  # two plans after an init: 40 to 100 s here (make test-slow)
+def test_the_console_is_enabled_only_with_the_jwt_authorizer(
+    aws_endpoint: str, tmp_path: Path
+) -> None:
+    """A browser cannot sign SigV4 (issue 39): a plan with the console and no JWT authorizer, or
+    with an authorizer that would refuse the console's tokens, stops at the module's variables."""
+    variables = local_variables(aws_endpoint, "console-check", tmp_path / "package")
+    workspace = Workspace("console-check", variables, state_dir=tmp_path, project=PROJECT)
+    workspace.init()
+    for jwt_authorizer, message in (
+        (None, "console needs jwt_authorizer"),
+        ({"issuer": "https://issuer.test", "audience": ["api"]}, "must be one of"),
+    ):
+        variables |= {"console": {"client_id": "console"}, "jwt_authorizer": jwt_authorizer}
+        with pytest.raises(DeployError) as refused:
+            plan = ("plan", "-no-color", "-refresh=false", "-lock=false")
+            workspace.run(*plan, workspace._var_file())
+        assert message in " ".join(str(refused.value).split())
 
 
 def test_every_variable_has_a_description() -> None:

@@ -106,7 +106,8 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
         assert process.stdout is not None
         banner = process.stdout.readline()
         assert f"127.0.0.1:{port}" in banner
-        assert f"127.0.0.1:{api_port}" in process.stdout.readline()
+        api_line = process.stdout.readline()  # with the web console's address
+        assert f"console: http://127.0.0.1:{api_port}/console" in api_line
         assert f"REST Proxy http://127.0.0.1:{api_port}/kafka" in process.stdout.readline()
         registry = f"Schema Registry http://127.0.0.1:{api_port}/schema-registry"
         assert registry in process.stdout.readline()
@@ -121,6 +122,8 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
         api = f"http://127.0.0.1:{api_port}/topics/hello/partitions/0/records?offset=0"
         with urllib.request.urlopen(api) as response:
             assert json.load(response)["records"][0]["value"] == "d29ybGQ="
+        with urllib.request.urlopen(f"http://127.0.0.1:{api_port}/console/topics") as response:
+            assert "<title>objectlog console</title>" in response.read().decode()
         from kafka import KafkaConsumer, TopicPartition
 
         kafka = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{kafka_port}")

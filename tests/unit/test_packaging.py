@@ -34,6 +34,11 @@ def test_the_light_layer_holds_the_handlers_import_closure_only(tmp_path: Path) 
     ]
     assert {"python/objectlog/__init__.py", "python/objectlog/http/app.py"} <= names
     assert "python/objectlog/functions/compact.py" in names
+    # the web console's page and scripts, which the fetch function serves
+    assert {
+        "python/objectlog/console/static/index.html",
+        "python/objectlog/console/static/console.js",
+    } <= names
 
 
 def test_the_layer_requires_only_what_the_handlers_import() -> None:

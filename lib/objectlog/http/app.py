@@ -2,7 +2,10 @@
 
     produce  POST/PATCH/DELETE topic routes, POST records (JSON and REST Proxy v2)
     fetch    GET routes, consumer-group routes, /docs (Swagger UI, assets from the Powertools
-             package), /openapi.json
+             package), /openapi.json, the web console (/console, http.console_routes)
+
+A browser's cross-site POST, PUT, PATCH or DELETE is refused (403) before anything else
+(http.cross_site).
 
 A 5xx never carries a stack trace: it carries the request id, which is in the logs.
 """
@@ -28,7 +31,10 @@ from pydantic import BaseModel
 from objectlog.clients.direct import ObjectLog
 from objectlog.errors import ObjectLogError
 from objectlog.functions import snapstart
-from objectlog.http import rest_proxy, schema_registry
+from objectlog.http import cross_site, rest_proxy, schema_registry
+from objectlog.http.acl_routes import acls_read_router, acls_write_router
+from objectlog.http.console_api import console_api_router
+from objectlog.http.console_routes import console_router
 from objectlog.http.group_routes import groups_router
 from objectlog.http.models import FetchResponse, OffsetOut, ProduceResponse
 from objectlog.http.principals import authenticated_principal
@@ -43,6 +49,10 @@ from objectlog.http.routes import (
     fetch_router,
     produce_router,
     topic_admin_router,
+)
+from objectlog.http.transaction_routes import (
+    transactions_read_router,
+    transactions_write_router,
 )
 from objectlog.telemetry import log_metrics, logger, metrics, tracer
 
@@ -83,6 +93,10 @@ def build_app(function: str, services: Services) -> APIGatewayHttpResolver:
         app.include_router(rest_proxy.metadata_router(services))
         app.include_router(consumers_router(services))
         app.include_router(schema_registry.registry_router(services, writes=False))
+        app.include_router(console_api_router(services))
+        app.include_router(acls_read_router(services))
+        app.include_router(transactions_read_router(services))
+        app.include_router(console_router())
     if function == FETCH:
         # The fetch function serves the whole API's document; API Gateway sends it only the
         # GET routes, and its role may not write, so the other routes cannot run there.
@@ -97,6 +111,8 @@ def _include_produce_routes(app: APIGatewayHttpResolver, services: Services) -> 
     app.include_router(produce_router(services))
     app.include_router(rest_proxy.produce_router(services))
     app.include_router(schema_registry.registry_router(services, writes=True))
+    app.include_router(acls_write_router(services))
+    app.include_router(transactions_write_router(services))
 
 
 def _serve_docs(app: APIGatewayHttpResolver) -> None:
@@ -305,7 +321,7 @@ def lambda_handler(
         if schema_registry.is_schema_registry(str(event.get("rawPath") or "")):
             event = {**event, "rawPath": schema_registry.routable_path(event["rawPath"])}
             schema_registry.log_change(event, principal)
-        result = unsupported_body(event) or app.resolve(event, context)
+        result = cross_site.refusal(event) or unsupported_body(event) or app.resolve(event, context)
         metrics.add_metric(name="requests", unit=MetricUnit.Count, value=1)
         metrics.add_metric(
             name="latency",

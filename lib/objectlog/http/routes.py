@@ -81,6 +81,16 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/groups/{group}/offsets", FETCH),
     ("POST", "/groups/{group}/offsets", FETCH),
     ("POST", "/groups/{group}/offsets/reset", FETCH),
+    # what a console needs besides (http.console_api, acl_routes, transaction_routes)
+    ("GET", "/overview", FETCH),
+    ("GET", "/topics/{topic}/activity", FETCH),
+    ("GET", "/topics/{topic}/partitions/{partition}/details", FETCH),
+    ("GET", "/topics/{topic}/key-partition", FETCH),
+    ("GET", "/acls", FETCH),
+    ("POST", "/acls", PRODUCE),
+    ("DELETE", "/acls", PRODUCE),
+    ("GET", "/transactions", FETCH),
+    ("POST", "/transactions/{transactional_id}/abort", PRODUCE),
     # Confluent REST Proxy v2 under its own base path (http/rest_proxy.py)
     ("GET", "/kafka/topics", FETCH),
     ("GET", "/kafka/topics/{topic}", FETCH),

@@ -60,7 +60,16 @@ from objectlog.format.acls import (
     ResourceType,
     check_principal,
 )
-from objectlog.services.authorization import SUPPORTED_OPERATIONS, describe_binding, matches
+from objectlog.services.acl_admin import (
+    OPERATION_NAMES,
+    as_json,
+    by_resource,
+    check_supported,
+    operation_named,
+    remove_exactly,
+    selected,
+)
+from objectlog.services.authorization import describe_binding
 from objectlog.stores.acls import AclResource, AclStore, check_sizes
 from objectlog.tools.cli_errors import clear_errors
 
@@ -82,24 +91,12 @@ RESOURCE_OPTIONS = {
 }
 
 
-def pascal(name: str) -> str:
-    """CLUSTER_ACTION -> ClusterAction: Kafka's operation names on its command line."""
-    return "".join(part.capitalize() for part in name.split("_"))
-
-
-OPERATION_NAMES = [pascal(op.name) for op in Operation if op is not Operation.ANY]
-
-
 def parse_operation(text: str) -> Operation:
     """An --operation value, case-insensitive, with or without underscores."""
-    key = text.strip().replace("_", "").upper()
-    for op in Operation:
-        if op is not Operation.ANY and op.name.replace("_", "") == key:
-            return op
-    raise click.BadParameter(
-        f"unknown operation {text!r}; one of {', '.join(OPERATION_NAMES)}",
-        param_hint="'--operation'",
-    )
+    try:
+        return operation_named(text)
+    except InvalidRequest as e:
+        raise click.BadParameter(e.message, param_hint="'--operation'") from e
 
 
 def who() -> str:
@@ -272,13 +269,10 @@ def resource_entries(args: dict[str, Any]) -> dict[Resource, set[Entry]]:
             if kind in consumed:
                 made.setdefault((kind, name), set()).update(entries(args, consumed[kind]))
     for (kind, _), acls in made.items():
-        supported = SUPPORTED_OPERATIONS[kind] | {Operation.ALL}
-        if any(op not in supported for _, _, op, _ in acls):
-            names = ", ".join(sorted(pascal(op.name) for op in supported))
-            raise click.BadParameter(
-                f"resource type {kind.name} only supports operations {names}",
-                param_hint="'--operation'",
-            )
+        try:
+            check_supported(kind, (op for _, _, op, _ in acls), "operation")
+        except InvalidRequest as e:
+            raise click.BadParameter(e.message, param_hint="'--operation'") from e
     return made
 
 
@@ -318,13 +312,6 @@ def removal_filters(args: dict[str, Any]) -> list[AclFilter]:
 # ---- what the terminal shows, in kafka-acls.sh's words ------------------------------------
 
 
-def by_resource(bindings: Iterable[AclBinding]) -> dict[AclResource, list[AclBinding]]:
-    grouped: dict[AclResource, list[AclBinding]] = {}
-    for b in sorted(bindings):
-        grouped.setdefault(AclResource.of(b), []).append(b)
-    return dict(sorted(grouped.items()))
-
-
 def pattern_text(r: AclResource) -> str:
     return (
         f"ResourcePattern(resourceType={r.resource_type.name}, name={r.name}, "
@@ -347,26 +334,6 @@ def echo_listing(heading: str, bindings: Iterable[AclBinding]) -> None:
         click.echo()
 
 
-def as_json(bindings: Iterable[AclBinding]) -> list[dict[str, Any]]:
-    return [
-        {
-            "resource_type": r.resource_type.name,
-            "name": r.name,
-            "pattern_type": r.pattern_type.name,
-            "acls": [
-                {
-                    "principal": b.principal,
-                    "host": b.host,
-                    "operation": b.operation.name,
-                    "permission": b.permission.name,
-                }
-                for b in acls
-            ],
-        }
-        for r, acls in by_resource(bindings).items()
-    ]
-
-
 # ---- the commands ---------------------------------------------------------------------------
 
 
@@ -379,13 +346,6 @@ def _store(ctx: click.Context) -> AclStore:
     log = ObjectLog(ctx.find_root().meta["direct_config"]())
     ctx.call_on_close(log.close)
     return log.items.acls
-
-
-def selected(store: AclStore, filters: Sequence[AclFilter]) -> list[AclBinding]:
-    """The stored bindings some filter selects (one listing: 1 GetItem + 1 BatchGetItem per
-    100 resources), all when there is no filter."""
-    found = store.list()
-    return [b for b in found if not filters or any(matches(f, b) for f in filters)]
 
 
 @acls.command("add")
@@ -465,20 +425,7 @@ def acls_remove(ctx: click.Context, force: bool, **args: Any) -> None:
     if not force and not click.confirm(f"Remove these {len(doomed)} ACL(s)?"):
         click.echo("nothing removed")
         return
-    # Exactly what was shown: an ACL added since the listing is left alone.
-    exact = [
-        AclFilter(
-            b.resource_type,
-            b.resource_name,
-            b.pattern_type,
-            b.principal,
-            b.host,
-            b.operation,
-            b.permission,
-        )
-        for b in doomed
-    ]
-    removed = sorted({b for found in store.delete(exact, matches) for b in found})
+    removed = remove_exactly(store, doomed)  # what was shown: one added since is left alone
     user = who()
     for b in removed:
         logger.info(

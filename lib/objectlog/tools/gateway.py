@@ -370,6 +370,7 @@ def local_api(
     region) or "jwt" (a bearer token of jwt_settings, by default OBJECTLOG_JWT_*); None: open.
     principal_header: objectlog dev's stand-in for an authorizer on routes without one
     (LocalGateway). Raises InvalidRequest for an unknown api_auth or "jwt" without an issuer."""
+    from objectlog.http import console_routes
     from objectlog.http.app import lambda_handler
     from objectlog.http.routes import FETCH, PRODUCE, ROUTES
     from objectlog.http.schema_registry import is_schema_registry
@@ -378,7 +379,9 @@ def local_api(
         PRODUCE: lambda_handler(PRODUCE, log_factory),
         FETCH: lambda_handler(FETCH, log_factory),
     }
-    routes = [Route(m, p, t) for m, p, t in ROUTES]
+    # the console's page is public, as deployed: its API calls carry the user's credentials
+    page = [Route(m, p, FETCH) for m, p in (k.split(" ") for k in console_routes.ROUTE_KEYS)]
+    routes = [Route(m, p, t) for m, p, t in ROUTES] + page
     registry = [r for r in routes if is_schema_registry(r.path)]
     authorizers: dict[str, RequestAuthorizer] = {}
     if registry_auth:
@@ -389,7 +392,7 @@ def local_api(
     authenticators: dict[str, Authenticator] = {}
     if api_auth is not None:
         authenticator = api_authenticator(api_auth, credentials, jwt_settings, region)
-        guarded = [r.key for r in routes if r not in registry] + ["$default"]
+        guarded = [r.key for r in routes if r not in registry + page] + ["$default"]
         authenticators = dict.fromkeys(guarded, authenticator)
     return LocalGateway(
         routes,

@@ -371,8 +371,21 @@ def handler_imports(project: Project | None = None) -> set[str]:
 
 
 def handler_library_files(project: Project | None = None) -> set[Path]:
-    """The files of lib/objectlog the functions' handlers can import: the layer's objectlog."""
-    return set(handler_closure(project).files)
+    """The files of lib/objectlog the functions' handlers can import, with the static files of
+    those packages (the web console's, objectlog/console/static): the layer's objectlog."""
+    modules = set(handler_closure(project).files)
+    return modules | static_files(modules)
+
+
+def static_files(modules: Iterable[Path]) -> set[Path]:
+    """The files under the static/ folder of each package among modules (by its __init__.py)."""
+    folders = {m.parent / "static" for m in modules if m.name == "__init__.py"}
+    return {
+        path
+        for folder in folders
+        for path in folder.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
 
 
 def distributions_of(modules: Iterable[str], preferred: Iterable[str] = ()) -> dict[str, str]:

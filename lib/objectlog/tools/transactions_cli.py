@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from objectlog.clients.direct import ObjectLog
+from objectlog.services.transaction_admin import abort
 from objectlog.services.transactions import TransactionCoordinator
 from objectlog.stores.transactions import Transaction, TxnState
 from objectlog.tools.cli_errors import clear_errors
@@ -76,9 +77,7 @@ def transactions_describe(ctx: click.Context, transactional_id: str) -> None:
 def transactions_abort(ctx: click.Context, transactional_id: str) -> None:
     """Abort the id's open transaction and fence its producer (a new epoch, as a new instance
     of the producer would); its records are never read committed."""
-    coordinator = _coordinator(ctx)
-    before = coordinator.describe(transactional_id)
-    after = coordinator.init_producer_id(transactional_id, before.timeout_ms)
+    before, after = abort(_coordinator(ctx), transactional_id)
     click.echo(
         f"{transactional_id}: was {before.state.value} at epoch {before.producer_epoch}; "
         f"now {after.state.value} at epoch {after.producer_epoch}"

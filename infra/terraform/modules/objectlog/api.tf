@@ -66,6 +66,16 @@ resource "aws_apigatewayv2_route" "route" {
   )
 }
 
+# The web console's page (var.console): public, as a bookmarked URL carries no token; it holds no
+# data, and every API call it makes carries its user's bearer token to the JWT-authorized routes.
+resource "aws_apigatewayv2_route" "console" {
+  for_each           = var.console == null ? toset([]) : toset(["GET /console", "GET /console/{proxy+}"])
+  api_id             = aws_apigatewayv2_api.http.id
+  route_key          = each.key
+  target             = "integrations/${aws_apigatewayv2_integration.function["fetch"].id}"
+  authorization_type = "NONE"
+}
+
 # Anything no route matches goes to fetch, which answers 404 or 405 with an Allow header.
 resource "aws_apigatewayv2_route" "default" {
   api_id             = aws_apigatewayv2_api.http.id

@@ -128,6 +128,22 @@ locals {
     },
   )
 
+  # The web console's sign-in (objectlog.http.console_routes): the fetch function serves the page
+  # and tells it where its user signs in.
+  console_env = var.console == null ? {} : merge(
+    {
+      OBJECTLOG_CONSOLE_CLIENT_ID = var.console.client_id
+      OBJECTLOG_CONSOLE_SCOPES    = join(" ", var.console.scopes)
+      OBJECTLOG_JWT_ISSUER        = var.jwt_authorizer.issuer
+    },
+    var.console.authorization_endpoint == null ? {} : {
+      OBJECTLOG_CONSOLE_AUTHORIZATION_ENDPOINT = var.console.authorization_endpoint
+    },
+    var.console.token_endpoint == null ? {} : {
+      OBJECTLOG_CONSOLE_TOKEN_ENDPOINT = var.console.token_endpoint
+    },
+  )
+
   # Kafka's auto.create.topics.enable and num.partitions: the doors that create topics on first
   # use read them (the produce function and the Kafka agent).
   topic_creation_env = {
@@ -160,6 +176,7 @@ locals {
       fn == "produce" ? local.topic_creation_env : {},
       contains(["produce", "fetch"], fn) ? local.access_env : {},
       fn == "authorize" ? local.authorizer_env : {},
+      fn == "fetch" ? local.console_env : {},
     )
   }
 

@@ -3,6 +3,11 @@ output "api_id" {
   value       = aws_apigatewayv2_api.http.id
 }
 
+output "console_url" {
+  description = "The web console's address (var.console; its OIDC client's callback is <this>/callback), null without it."
+  value       = var.console == null ? null : "${aws_apigatewayv2_api.http.api_endpoint}/console"
+}
+
 output "api_endpoint" {
   description = "Base URL of the HTTP API (OBJECTLOG_API_URL; requests are SigV4-signed for execute-api unless a JWT authorizer is configured; the Schema Registry at <url>/schema-registry takes basic auth or a bearer token)."
   value       = aws_apigatewayv2_api.http.api_endpoint

@@ -107,6 +107,27 @@ variable "jwt_authorizer" {
   }
 }
 
+variable "console" {
+  description = "The web console at /console (docs/console.md), served only with jwt_authorizer: the page signs its user in at jwt_authorizer.issuer (authorization code with PKCE) as client_id, a public client (no secret) whose allowed callback URL is <api_endpoint>/console/callback and which jwt_authorizer.audience names, and sends the bearer token with every API call, so each action is authorized as that user by the ACLs. scopes: what the page asks for (openid by default). authorization_endpoint, token_endpoint: where the issuer's are when its OpenID discovery document does not name them (Cognito's are on the user pool's domain). Null: no console routes."
+  type = object({
+    client_id              = string
+    scopes                 = optional(list(string), ["openid"])
+    authorization_endpoint = optional(string)
+    token_endpoint         = optional(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.console == null || var.jwt_authorizer != null
+    error_message = "console needs jwt_authorizer: a browser cannot sign SigV4, so the console's user signs in at the JWT issuer."
+  }
+
+  validation {
+    condition     = var.console == null || contains(try(var.jwt_authorizer.audience, []), try(var.console.client_id, ""))
+    error_message = "console.client_id must be one of jwt_authorizer.audience: the API accepts the console's tokens only then."
+  }
+}
+
 variable "registry_auth_cache_s" {
   description = "Seconds an answer of the Schema Registry routes' authorizer is reused, per Authorization header value: by API Gateway (authorizer_result_ttl_in_seconds) and by the authorize function itself. A deleted user or a changed password may keep working this long; a token is never reused past its exp in the function, but API Gateway's cache does not look at exp. 0 turns both caches off (every request then invokes the authorizer)."
   type        = number

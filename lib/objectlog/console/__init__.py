@@ -1,0 +1,1 @@
+"""The web console's static files (static/): served by objectlog.http.console_routes."""
