@@ -109,14 +109,14 @@ def arrow_rows(table: pa.Table) -> set[Row]:
 
 
 def duckdb_rows(log: ObjectLog, metadata_location: str) -> set[Row]:
-    result = (
-        duckdb_connection(log)
-        .execute(
+    # closed here, not left to the garbage collector: a connection with httpfs loaded that is
+    # collected later, in whichever thread triggers it, is a native object torn down beside the
+    # moto server's threads (a worker's segfault in CI was never traced; this rules one out)
+    with duckdb_connection(log) as connection:
+        result = connection.execute(
             f'SELECT partition, "offset", key, value, epoch_ms(timestamp) AS timestamp, headers '
             f"FROM iceberg_scan('{metadata_location}')"
-        )
-        .to_arrow_table()
-    )
+        ).to_arrow_table()
     return arrow_rows(result)
 
 

@@ -150,14 +150,11 @@ def test_a_typed_table_holds_decoded_values_through_an_evolution_and_bad_records
     assert rows[8] == (None, None, None)
     assert rows[9][0]["id"] == 5 and rows[9][0]["ship"] is None
 
-    duck = (
-        duckdb_connection(tabled)
-        .execute(
+    with duckdb_connection(tabled) as connection:  # closed here (test_tables.duckdb_rows)
+        duck = connection.execute(
             f'SELECT "offset", value_decoded.item, value_decoded.ship.city, value_error '
             f"FROM iceberg_scan('{table.metadata_location}') ORDER BY \"offset\""
-        )
-        .fetchall()
-    )
+        ).fetchall()
     assert duck[0][1] == "item-0" and duck[3][2] == "Oslo" and duck[5][3].startswith("not framed")
 
 
