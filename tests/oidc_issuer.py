@@ -15,13 +15,12 @@ import base64
 import hashlib
 import json
 import secrets
-import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from tests.token_issuer import TokenIssuer
+from tests.token_issuer import ServedIssuer
 
 
 @dataclass(frozen=True)
@@ -38,25 +37,14 @@ def s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-class PkceIssuer(TokenIssuer):
+class PkceIssuer(ServedIssuer):
     """A loopback OpenID provider; ``requests`` lists (path, parameters) as they arrived."""
 
     def __init__(self, user: str = "alice") -> None:
         self.user = user
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.grants: dict[str, Grant] = {}
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        super().__init__(f"http://127.0.0.1:{self.server.server_port}")
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> PkceIssuer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
+        super().__init__(self._handler())
 
     def discovery(self) -> dict[str, Any]:
         return {

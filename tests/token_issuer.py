@@ -7,7 +7,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -35,7 +35,26 @@ class TokenIssuer:
         return jwt.encode(body | claims, self.key, algorithm="RS256", headers={"kid": self.kid})
 
 
-class LoopbackIssuer(TokenIssuer):
+class ServedIssuer(TokenIssuer):
+    """A TokenIssuer whose issuer URL is a loopback HTTP server answering with handler, served
+    between ``with``'s enter and exit."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        super().__init__(f"http://127.0.0.1:{self.server.server_port}")
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+class LoopbackIssuer(ServedIssuer):
     """A TokenIssuer whose issuer URL is a loopback HTTP server serving
     ``/.well-known/openid-configuration`` (naming ``/keys``) and ``/keys`` (the JWKS)."""
 
@@ -64,15 +83,4 @@ class LoopbackIssuer(TokenIssuer):
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        super().__init__(f"http://127.0.0.1:{self.server.server_port}")
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> LoopbackIssuer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
+        super().__init__(Handler)

@@ -598,6 +598,11 @@ def _deployed_api_end_to_end(
         unsigned = requests.post(f"{url}/topics", json={"name": "x", "partitions": 1}, timeout=10)
         assert unsigned.status_code == 403, "an IAM-authorized route needs a SigV4 signature"
         assert forged(url).status_code == 403, "a signature of a key nobody issued is refused"
+        # the console's API routes are guarded as every route; without var.console its page
+        # has no public route either (docs/console.md)
+        for path in ("/overview", "/acls", "/transactions", "/console", "/console/topics"):
+            refused = requests.get(f"{url}{path}", timeout=10)
+            assert refused.status_code == 403, f"GET {path} unsigned: {refused.status_code}"
         direct = ObjectLog(
             replace(Config.from_env(), bucket=outputs["bucket"], table=outputs["table"])
         )
