@@ -94,5 +94,5 @@ def test_a_user_signs_in_with_pkce_and_the_api_answers_them(
     assert authorize[0]["code_challenge"] == s256(token[0]["code_verifier"])
     assert authorize[0]["redirect_uri"] == f"{deployed_api}/console/callback"
     assert (authorize[0]["client_id"], authorize[0]["scope"]) == (CLIENT_ID, "openid profile")
-    listed = [r for r in sent if r["url"] == f"{deployed_api}/topics"]
+    listed = [r for r in sent if r["url"] == f"{deployed_api}/overview/topics"]  # the topics list
     assert listed and all(r.get("authorization", "").startswith("Bearer ") for r in listed)

@@ -3,11 +3,11 @@ topic's activity chart, a partition's details, a key's partition, ACLs, transact
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from objectlog.http.models import Model, Strict
+from objectlog.http.models import FetchResponse, Model, RecordOut, Strict
 
 ResourceTypeName = Literal["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID"]
 PatternTypeName = Literal["LITERAL", "PREFIXED"]
@@ -31,6 +31,48 @@ class OverviewOut(Model):
         "up to 2,000 partitions); fewer than partitions: GET /topics/{topic} for the others"
     )
     groups: GroupsSummary
+    produce_rate: ProduceRate
+    compactor: CompactorSummary
+    tables: TablesSummary
+
+
+class ProduceRate(Model):
+    last_minute: float = Field(
+        description="records produced in the summed partitions in the last 60 s, from their "
+        "newest refs (each head's tail and its manifest list's inline manifest), a ref's count "
+        "spread over its time span"
+    )
+    last_5_minutes: float = Field(description="the same over the last 300 s")
+
+
+class CompactorSummary(Model):
+    l0_refs: int = Field(
+        description="L0 refs (flushed objects not yet compacted) among the summed partitions' "
+        "newest refs"
+    )
+    oldest_l0_age_ms: int | None = Field(
+        description="how long ago the oldest of them was written; null when none waits"
+    )
+
+
+class TablesSummary(Model):
+    catalog: bool = Field(description="whether a table catalog is configured")
+    topics: int = Field(
+        description="topics kept as Iceberg tables (objectlog.table.enabled); each table's "
+        "state: GET /topics/{topic}/table"
+    )
+
+
+class TopicRowOut(Model):
+    topic: str
+    partitions: int
+    records: int | None = Field(description="held; null where the topic was not summed")
+    bytes: int | None
+    segments: int | None
+
+
+class TopicRowsOut(Model):
+    topics: list[TopicRowOut]
 
 
 class ActivityMinute(Model):
@@ -42,6 +84,26 @@ class ActivityOut(Model):
     topic: str
     resolution_seconds: int
     minutes: list[ActivityMinute]
+
+
+class TableOut(Model):
+    table: str | None = Field(
+        description="the table's catalog name; null when no catalog is configured or the "
+        "compactor has not registered the topic's table (yet, or not kept as a table)"
+    )
+    table_enabled: bool = Field(description="the topic's objectlog.table.enabled")
+    snapshot_id: int | None = None
+    snapshot_ms: int | None = Field(default=None, description="when its snapshot was committed")
+    files: int | None = Field(default=None, description="data files the table lists")
+    missing_files: int | None = Field(
+        default=None, description="live L1 files the table does not list yet"
+    )
+    stale_files: int | None = Field(
+        default=None, description="files the table lists that the index no longer references"
+    )
+    offsets_behind: int | None = Field(
+        default=None, description="offsets the log holds past the table's, over its partitions"
+    )
 
 
 class LevelOut(Model):
@@ -62,6 +124,25 @@ class PartitionDetailsOut(Model):
     l0: LevelOut = Field(description="flushed objects not yet compacted")
     l1: LevelOut = Field(description="compacted files")
     markers: int = Field(description="transaction markers (no object)")
+
+
+class DecodedOut(Model):
+    decoded: Any = Field(
+        default=None,
+        description="the bytes decoded through the schema registry, as REST Proxy answers them "
+        "(Avro's JSON encoding, the JSON document, Protobuf's JSON mapping); null with a note",
+    )
+    schema_id: int | None = Field(default=None, description="the schema id of its wire prefix")
+    note: str | None = Field(default=None, description="why it was not decoded")
+
+
+class DecodedRecordOut(RecordOut):
+    key_decoded: DecodedOut | None = Field(description="null for a null key")
+    value_decoded: DecodedOut | None = Field(description="null for a null value")
+
+
+class DecodedFetchOut(FetchResponse):
+    records: list[DecodedRecordOut]  # type: ignore[assignment]
 
 
 class KeyPartitionOut(Model):

@@ -17,7 +17,7 @@ from objectlog.format.acls import CLUSTER_NAME
 from objectlog.format.acls import Operation as O
 from objectlog.format.topics import validate_topic_name
 from objectlog.groups import Membership, OffsetAndMetadata, TopicPartition
-from objectlog.http.guards import CLUSTER, GROUP, TOPIC
+from objectlog.http.guards import CLUSTER, GROUP, TOPIC, RouteGuard
 from objectlog.http.models import (
     CommitRequest,
     CommittedOut,
@@ -35,6 +35,14 @@ from objectlog.http.models import (
 from objectlog.http.routes import GroupName, MemberId, Services, route_guard
 
 
+def visible_groups(guard: RouteGuard, groups: list[str]) -> list[str]:
+    """The groups a caller may list, as Kafka's ListGroups: all with DESCRIBE on the cluster,
+    else those it may DESCRIBE (GET /groups, and the overview's count)."""
+    if guard.may(O.DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return groups
+    return guard.visible(O.DESCRIBE, GROUP, groups)
+
+
 def groups_router(services: Services) -> Router:
     """Consumer groups: the fetch function serves them (its role reads and writes group items)."""
     router = Router()
@@ -42,10 +50,7 @@ def groups_router(services: Services) -> Router:
 
     @router.get("/groups", summary="List consumer groups (those the caller may DESCRIBE)")
     def list_groups() -> GroupList:
-        groups = services.log.groups.list_groups()
-        if not guard.may(O.DESCRIBE, CLUSTER, CLUSTER_NAME):  # as Kafka's ListGroups
-            groups = guard.visible(O.DESCRIBE, GROUP, groups)
-        return GroupList(groups=groups)
+        return GroupList(groups=visible_groups(guard, services.log.groups.list_groups()))
 
     @router.get("/groups/<group>", summary="Describe a group: members, offsets and lag")
     def describe_group(group: GroupName) -> GroupOut:

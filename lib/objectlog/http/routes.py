@@ -30,6 +30,7 @@ from objectlog.format.records import check_key, check_record_size, record_size
 from objectlog.format.segment import HEADER_TYPE
 from objectlog.format.topics import PartitionInfo, TopicDescription, validate_topic_name
 from objectlog.http.access import HttpAccess
+from objectlog.http.console_paths import CONSOLE_ROUTES, FETCH, PRODUCE
 from objectlog.http.guards import TOPIC, RouteGuard
 from objectlog.http.idempotency import HEADER as IDEMPOTENCY_HEADER
 from objectlog.http.idempotency import IdempotentRunner, Landed, Outcome, Produce
@@ -54,8 +55,6 @@ from objectlog.schemas.registry import SchemaRegistry
 from objectlog.services.isolation import ISOLATION_LEVELS, READ_UNCOMMITTED
 from objectlog.telemetry import metrics
 
-PRODUCE = "produce"
-FETCH = "fetch"
 REST_PROXY_BINARY = "application/vnd.kafka.binary.v2+json"
 MAX_WAIT_MS = 20_000
 MAX_FETCH_BYTES = 5 << 20  # the response must fit Lambda's 6 MB, base64 included
@@ -81,16 +80,6 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", "/groups/{group}/offsets", FETCH),
     ("POST", "/groups/{group}/offsets", FETCH),
     ("POST", "/groups/{group}/offsets/reset", FETCH),
-    # what a console needs besides (http.console_api, acl_routes, transaction_routes)
-    ("GET", "/overview", FETCH),
-    ("GET", "/topics/{topic}/activity", FETCH),
-    ("GET", "/topics/{topic}/partitions/{partition}/details", FETCH),
-    ("GET", "/topics/{topic}/key-partition", FETCH),
-    ("GET", "/acls", FETCH),
-    ("POST", "/acls", PRODUCE),
-    ("DELETE", "/acls", PRODUCE),
-    ("GET", "/transactions", FETCH),
-    ("POST", "/transactions/{transactional_id}/abort", PRODUCE),
     # Confluent REST Proxy v2 under its own base path (http/rest_proxy.py)
     ("GET", "/kafka/topics", FETCH),
     ("GET", "/kafka/topics/{topic}", FETCH),
@@ -121,6 +110,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("DELETE", "/schema-registry/{proxy+}", PRODUCE),
     ("GET", "/docs", FETCH),
     ("GET", "/openapi.json", FETCH),
+    *CONSOLE_ROUTES,
 ]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -31,9 +31,17 @@ function describe(overview) {
   return [
     el("ul", { class: "cards" }, scalars.map(([name, value]) =>
       el("li", { class: "card" }, el("span", { class: "card-label" }, label(name)),
-        el("span", { class: "card-value" }, name === "bytes" ? formatBytes(value) : formatNumber(value))))),
+        el("span", { class: "card-value" }, cardValue(name, value))))),
     nested.map(([name, value]) => section(name, value)),
   ];
+}
+
+/** A card's value: bytes, durations (a name ending in _ms: as seconds), yes/no, or a number. */
+function cardValue(name, value) {
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  if (name === "bytes") return formatBytes(value);
+  if (name.endsWith("_ms") && typeof value === "number") return `${formatNumber(Math.round(value / 100) / 10)} s`;
+  return formatNumber(value);
 }
 
 function section(name, value) {
@@ -57,6 +65,6 @@ function cellOf(key, value) {
 }
 
 function label(name) {
-  const text = name.replaceAll("_", " ");
+  const text = name.replace(/_ms$/, "").replaceAll("_", " ").replace(/\bl0\b/, "L0");
   return text.charAt(0).toUpperCase() + text.slice(1);
 }

@@ -1,7 +1,9 @@
 // The record browser: one page of one partition at a time (by offset, by time, or newest
 // first), keys and values as text, pretty JSON or hex, headers, a filter on the page's text,
 // and find by key (the key's partition, then that partition scanned page by page). No request
-// asks for more than a page: a partition is never loaded whole.
+// asks for more than a page: a partition is never loaded whole. "Decoded (schema registry)"
+// asks the server for the page decoded (GET .../decoded): bytes in the Schema Registry's wire
+// format shown as JSON with their schema id; others as text, with the server's note.
 import { api, base64ToBytes, path, query } from "./api.js";
 import { context } from "./console.js";
 import {
@@ -11,7 +13,8 @@ import {
 const TRUNCATE_BYTES = 1024;
 const SCAN_PAGE = 500;
 const SCAN_PAGES_PER_CLICK = 20;
-const FORMATS = [["text", "Text"], ["json", "JSON (pretty)"], ["hex", "Hex"]];
+const REGISTRY = "registry";
+const FORMATS = [["text", "Text"], ["json", "JSON (pretty)"], ["hex", "Hex"], [REGISTRY, "Decoded (schema registry)"]];
 
 export async function recordsPage(main, [name], params) {
   const topic = await api("GET", path`/topics/${name}`);
@@ -46,7 +49,12 @@ export async function recordsPage(main, [name], params) {
     if (timeInput.value && !offsetInput.value) go({ time: timeInput.value });
     else go({ offset: offsetInput.value || "0" });
   });
-  formatSelect.addEventListener("change", () => { state.format = formatSelect.value; saveQuery(); draw(); });
+  formatSelect.addEventListener("change", () => {
+    const reload = (state.format === REGISTRY) !== (formatSelect.value === REGISTRY);
+    state.format = formatSelect.value;
+    saveQuery();
+    if (reload) load(); else draw();
+  });
   filterInput.addEventListener("input", () => { state.filter = filterInput.value; saveQuery(); draw(); });
   const keyForm = el("form", { class: "inline-form", "aria-label": "Search a partition for a key" },
     field("Find by key", keyInput), el("button", { type: "submit" }, "Find"));
@@ -90,7 +98,8 @@ export async function recordsPage(main, [name], params) {
   async function load() {
     try {
       const offset = await startOffset();
-      const page = await api("GET", path`/topics/${name}/partitions/${state.partition}/records` +
+      const route = state.format === REGISTRY ? "decoded" : "records";
+      const page = await api("GET", path`/topics/${name}/partitions/${state.partition}/${route}` +
         query({ offset, max_records: state.size }));
       shown = { ...page, offset };
       draw();
@@ -161,12 +170,25 @@ function recordTable(records, format) {
   const head = el("tr", {}, ["Offset", "Timestamp", "Key", "Value", "Headers"].map((h) => el("th", { scope: "col" }, h)));
   const rows = records.map((r) => el("tr", { "data-offset": r.offset },
     el("td", {}, formatNumber(r.offset)), el("td", {}, formatTime(r.timestamp)),
-    el("td", { class: "data" }, shownBytes(base64ToBytes(r.key), format)),
-    el("td", { class: "data" }, shownBytes(base64ToBytes(r.value), format)),
+    el("td", { class: "data" }, shownField(r.key, r.key_decoded, format)),
+    el("td", { class: "data" }, shownField(r.value, r.value_decoded, format)),
     el("td", { class: "data" }, r.headers.length ? el("ul", { class: "headers-list" }, r.headers.map((h) =>
       el("li", {}, el("span", { class: "header-key" }, h.key), ": ", shownBytes(base64ToBytes(h.value), "text")))) : "—")));
   return el("div", { class: "table-wrap" },
     el("table", { class: "records" }, el("caption", {}, "Records"), el("thead", {}, head), el("tbody", {}, rows)));
+}
+
+/** A key or value: decoded through the registry when the page was asked so (the server's
+ * answer, or its note beside the bytes as text), else shownBytes. */
+function shownField(base64, decoded, format) {
+  if (format !== REGISTRY || decoded === undefined) return shownBytes(base64ToBytes(base64), format === REGISTRY ? "text" : format);
+  if (decoded === null) return el("span", { class: "null" }, "null");
+  if (decoded.note) {
+    return el("div", {}, shownBytes(base64ToBytes(base64), "text"),
+      el("p", { class: "note" }, `Not decoded: ${decoded.note}`));
+  }
+  return el("div", {}, el("pre", {}, JSON.stringify(decoded.decoded, null, 2)),
+    el("p", { class: "note" }, `schema id ${decoded.schema_id}`));
 }
 
 /** Bytes as text, pretty JSON or hex: always a text node. Over 1 KiB, the first KiB and a

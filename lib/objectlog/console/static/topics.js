@@ -1,5 +1,7 @@
 // Topics: the sortable list (and creating one), a topic's page (partitions, config, the
-// records-per-minute chart, altering and deleting it), and producing a record from a form.
+// records-per-minute chart, its Iceberg table, altering and deleting it), and producing a
+// record from a form. The list is one request (GET /overview/topics), never one per topic; a
+// topic's partitions come in its one description and are shown PARTITIONS_PAGE rows a page.
 import { api, path, query, textToBase64 } from "./api.js";
 import { barChart } from "./chart.js";
 import { context } from "./console.js";
@@ -9,6 +11,8 @@ import {
 } from "./dom.js";
 
 const MAX_LEVEL_PARTITIONS = 32;
+const PARTITIONS_PAGE = 100;
+const counted = (value, format) => (value === null || value === undefined ? "—" : format(value));
 const topicHref = (name, rest = "") => `/console/topics/${encodeURIComponent(name)}${rest}`;
 
 export async function topicsPage(main) {
@@ -56,15 +60,16 @@ export async function topicsPage(main) {
       header("Records", "records"), header("Bytes", "bytes"));
     const body = sorted.map((row) => el("tr", {},
       el("td", {}, link(topicHref(row.topic), row.topic)), el("td", {}, formatNumber(row.partitions)),
-      el("td", {}, formatNumber(row.records)), el("td", {}, formatBytes(row.bytes))));
+      el("td", {}, counted(row.records, formatNumber)), el("td", {}, counted(row.bytes, formatBytes))));
+    const unsummed = rows.some((row) => row.records === null);
     replace(list, rows.length === 0 ? message("No topics yet.") : el("div", { class: "table-wrap" },
-      el("table", {}, el("caption", {}, "Topics (select a column heading to sort)"), el("thead", {}, head), el("tbody", {}, body))));
+      el("table", {}, el("caption", {}, "Topics (select a column heading to sort)"), el("thead", {}, head), el("tbody", {}, body))),
+    unsummed ? message("— : not summed here (the list reads at most 2,000 partitions' heads); the topic's page has it.") : null);
   }
 
   async function load() {
     try {
-      const { topics } = await api("GET", "/topics");
-      rows = await Promise.all(topics.map(async (name) => summary(await api("GET", path`/topics/${name}`))));
+      rows = (await api("GET", "/overview/topics")).topics;
       draw();
     } catch (error) {
       replace(list, errorMessage(error));
@@ -97,7 +102,9 @@ function parseConfig(text) {
 export async function topicPage(main, [name]) {
   const details = el("div", { "aria-live": "polite" });
   const activity = el("div");
+  const icebergTable = el("div", { "aria-live": "polite" });
   const config = el("div");
+  let partitionPage = 0;
   const status = el("div");
   const minutes = select("minutes", [[15, "15 minutes"], [60, "1 hour"], [180, "3 hours"], [1440, "24 hours"]], 60);
   minutes.addEventListener("change", () => loadActivity());
@@ -109,6 +116,7 @@ export async function topicPage(main, [name]) {
       button("Refresh", () => load()), button("Delete topic", () => deleteTopic(), { class: "danger" })),
     status, details,
     el("h2", {}, "Records produced per minute"), field("Window", minutes), activity,
+    el("h2", {}, "Iceberg table"), icebergTable,
     config,
   ]);
 
@@ -166,21 +174,54 @@ export async function topicPage(main, [name]) {
         facts([["Topic id", topic.topic_id], ["Partitions", formatNumber(topic.partition_count)],
           ["Records held", formatNumber(totals.records)], ["Bytes", formatBytes(totals.bytes)]]),
         el("h2", {}, "Partitions"),
-        table("Partitions", [
+        partitionPager(topic.partitions),
+        table(topic.partitions.length > PARTITIONS_PAGE ? `Partitions ${pageStart(topic.partitions)} to ${pageEnd(topic.partitions) - 1}` : "Partitions", [
           { label: "Partition", cell: (p) => link(topicHref(name, `/records${query({ partition: p.partition, newest: 1 })}`), String(p.partition)) },
           { label: "Log start", cell: (p) => formatNumber(p.log_start_offset) },
           { label: "High watermark", cell: (p) => formatNumber(p.high_watermark) },
           { label: "Records", cell: (p) => formatNumber(p.high_watermark - p.log_start_offset) },
           { label: "Segments", cell: (p) => formatNumber(p.segments) },
           { label: "Bytes", cell: (p) => formatBytes(p.bytes) },
-        ], topic.partitions),
+        ], topic.partitions.slice(pageStart(topic.partitions), pageEnd(topic.partitions))),
         levels);
       replace(config, configSection(topic.config || {}));
       await loadLevels(topic.partitions);
     } catch (error) {
       replace(details, errorMessage(error));
     }
-    await loadActivity();
+    await Promise.all([loadActivity(), loadTable()]);
+  }
+
+  const pageStart = (partitions) => Math.min(partitionPage, Math.max(0, Math.ceil(partitions.length / PARTITIONS_PAGE) - 1)) * PARTITIONS_PAGE;
+  const pageEnd = (partitions) => Math.min(partitions.length, pageStart(partitions) + PARTITIONS_PAGE);
+  function partitionPager(partitions) {
+    if (partitions.length <= PARTITIONS_PAGE) return null;
+    const turn = (step) => { partitionPage = pageStart(partitions) / PARTITIONS_PAGE + step; load(); };
+    return el("div", { class: "actions" },
+      button("Previous partitions", () => turn(-1), { disabled: pageStart(partitions) === 0 }),
+      el("span", {}, `partitions ${pageStart(partitions)} to ${pageEnd(partitions) - 1} of ${partitions.length}`),
+      button("Next partitions", () => turn(1), { disabled: pageEnd(partitions) >= partitions.length }));
+  }
+
+  async function loadTable() {
+    try {
+      const state = await api("GET", path`/topics/${name}/table`);
+      if (state.table === null) {
+        replace(icebergTable, message(state.table_enabled
+          ? "No table yet: the compactor registers it at its first run (and a table catalog must be configured)."
+          : "Not kept as a table (objectlog.table.enabled is false)."));
+        return;
+      }
+      replace(icebergTable, facts([
+        ["Table", state.table],
+        ["Snapshot", state.snapshot_id === null ? "none yet" : String(state.snapshot_id)],
+        ["Snapshot age", state.snapshot_ms === null ? "—" : `${formatNumber(Math.round((Date.now() - state.snapshot_ms) / 1000))} s (${formatTime(state.snapshot_ms)})`],
+        ["Offsets behind the log", formatNumber(state.offsets_behind)],
+        ["Files", `${formatNumber(state.files)} (${formatNumber(state.missing_files)} not listed yet, ${formatNumber(state.stale_files)} stale)`],
+      ]));
+    } catch (error) {
+      replace(icebergTable, errorMessage(error));
+    }
   }
 
   // the L0/L1 split walks a partition's index: asked for each partition of a small topic only
