@@ -106,8 +106,9 @@ def test_dev_serves_an_aws_endpoint_until_interrupted(tmp_path: Path) -> None:
         assert process.stdout is not None
         banner = process.stdout.readline()
         assert f"127.0.0.1:{port}" in banner
-        api_line = process.stdout.readline()  # with the web console's address
-        assert f"console: http://127.0.0.1:{api_port}/console" in api_line
+        assert f"HTTP API http://127.0.0.1:{api_port}" in process.stdout.readline()
+        console = f"Web console http://127.0.0.1:{api_port}/console"
+        assert console in process.stdout.readline()
         assert f"REST Proxy http://127.0.0.1:{api_port}/kafka" in process.stdout.readline()
         registry = f"Schema Registry http://127.0.0.1:{api_port}/schema-registry"
         assert registry in process.stdout.readline()

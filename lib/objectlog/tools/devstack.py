@@ -164,9 +164,9 @@ class DevStack:
             f"objectlog dev: AWS endpoint {self.endpoint_url} (bucket {options.bucket}, "
             f"table {options.table}; DynamoDB: {dynamodb}; {storage})"
             + (f"; {access_note(options.access)}" if options.access.enabled else ""),
-            f"  HTTP API {self.api_url} (docs: {self.api_url}/docs, "
-            f"console: {self.api_url}/console)"
+            f"  HTTP API {self.api_url} (docs: {self.api_url}/docs)"
             + (f"; {api_auth_note(options.api_auth)}" if options.api_auth else ""),
+            f"  Web console {self.api_url}/console",
             f"  REST Proxy {self.api_url}/kafka",
             f"  Schema Registry {self.api_url}/schema-registry (schema.registry.url)"
             + (f"; {registry_auth_note()}" if options.registry_auth else ""),
