@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs bench-cold-start bench-http-requests bench-group-commit clean
+.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs bench-cold-start bench-http-requests bench-group-commit bench-console clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one.
@@ -299,6 +299,12 @@ bench-cold-start: install
 # docs/api.md, Batching).
 bench-http-requests: install
 	$(BIN)/python -m bench.http_requests --dynamodb $(DYNAMODB)
+
+# The web console at scale (issue 39): a topic of 10^6 records and one of 1,000 partitions, each
+# page's API calls timed with their AWS requests counted, and each page in headless Chromium
+# until its data shows, against 1 s (about 6 minutes on moto; docs/benchmarks.md).
+bench-console: install
+	$(BIN)/python -m bench.console --dynamodb $(DYNAMODB)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

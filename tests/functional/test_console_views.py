@@ -157,3 +157,21 @@ def test_records_are_decoded_through_the_schema_registry(api: str, log: ObjectLo
     assert records[0]["key_decoded"]["note"]  # the key b"k" is not framed
     refused = requests.get(f"{api}/topics/mixed/partitions/0/decoded", params={"offset": -1})
     assert refused.status_code in (400, 422) and refused.json()
+
+
+def test_a_topic_without_its_heads_is_one_read_however_many_partitions(
+    api: str, log: ObjectLog, requests_made: Callable[[Callable[[], Any]], Counter[str]]
+) -> None:
+    """The record browser and the produce form need a topic's partition count, not its heads:
+    GET /topics/{t}?heads=false reads none of a 300-partition topic's."""
+    log.create_topic("wide", partitions=300, config={"retention.ms": "3600000"})
+    log.forget_topic("wide")  # its metadata read again, not from this process's cache
+    answers: list[requests.Response] = []
+    made = requests_made(lambda: answers.append(requests.get(f"{api}/topics/wide?heads=false")))
+    assert answers[0].status_code == 200, answers[0].text
+    body = answers[0].json()
+    assert (body["partition_count"], body["partitions"]) == (300, [])
+    assert body["config"]["retention.ms"] == "3600000"
+    assert "dynamodb.BatchGetItem" not in made and made["dynamodb.GetItem"] <= 1, made
+    described = requests_made(lambda: requests.get(f"{api}/topics/wide"))
+    assert described["dynamodb.BatchGetItem"] == 3, described  # 100 heads a request

@@ -194,6 +194,12 @@ def route_guard(services: Services, router: Router, door: str = "http") -> Route
     return RouteGuard(services.access, lambda: router.current_event.raw_event, door)
 
 
+HeadsQuery = Annotated[
+    bool,
+    Query(description="false: the id, partition count and config only, no partition's head read"),
+]
+
+
 def topic_out(guard: RouteGuard, description: TopicDescription) -> TopicOut:
     """A topic's answer; its configs only to who may DESCRIBE_CONFIGS it."""
     body = description.to_dict()
@@ -432,8 +438,10 @@ def fetch_router(services: Services) -> Router:
         return TopicList(topics=guard.visible(Operation.DESCRIBE, TOPIC, names))
 
     @router.get("/topics/<topic>", summary="Describe a topic")
-    def describe_topic(topic: TopicName) -> TopicOut:
+    def describe_topic(topic: TopicName, heads: HeadsQuery = True) -> TopicOut:
         guard.topic(Operation.DESCRIBE, topic)
+        if not heads:  # one read however many partitions (the console's record browser)
+            return topic_out(guard, TopicDescription(services.log.topic(topic), []))
         return topic_out(guard, services.log.describe_topic(topic))
 
     @router.get("/topics/<topic>/partitions/<partition>/records", summary="Fetch records")

@@ -17,7 +17,8 @@ const REGISTRY = "registry";
 const FORMATS = [["text", "Text"], ["json", "JSON (pretty)"], ["hex", "Hex"], [REGISTRY, "Decoded (schema registry)"]];
 
 export async function recordsPage(main, [name], params) {
-  const topic = await api("GET", path`/topics/${name}`);
+  // the partition list needs only the count: no head of a wide topic is read for it
+  const topic = await api("GET", path`/topics/${name}` + query({ heads: "false" }));
   const state = {
     partition: Number(params.get("partition") || 0),
     offset: params.get("offset"),
@@ -31,7 +32,7 @@ export async function recordsPage(main, [name], params) {
   const found = el("div", { "aria-live": "polite" });
   let shown = null; // the page on screen: {records, offset, next_offset, log_start_offset, high_watermark}
 
-  const partitionSelect = select("partition", topic.partitions.map((p) => [p.partition, `partition ${p.partition}`]), state.partition);
+  const partitionSelect = select("partition", Array.from({ length: topic.partition_count }, (_, p) => [p, `partition ${p}`]), state.partition);
   const offsetInput = el("input", { name: "offset", type: "number", min: 0, value: state.offset ?? "", inputmode: "numeric" });
   const timeInput = el("input", { name: "time", type: "datetime-local", step: 1, value: state.time ?? "" });
   const sizes = [...new Set([20, 50, 100, state.size])].sort((a, b) => a - b); // a URL's own size too

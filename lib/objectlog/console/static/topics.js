@@ -317,8 +317,8 @@ export async function producePage(main, [name]) {
     el("h1", {}, `Produce to ${name}`), form, status,
   ]);
   try {
-    const topic = await api("GET", path`/topics/${name}`);
-    for (const p of topic.partitions) partition.append(el("option", { value: p.partition }, `partition ${p.partition}`));
+    const topic = await api("GET", path`/topics/${name}` + query({ heads: "false" }));
+    for (let p = 0; p < topic.partition_count; p += 1) partition.append(el("option", { value: p }, `partition ${p}`));
   } catch (error) {
     replace(status, errorMessage(error));
   }
