@@ -57,6 +57,7 @@ from bench.server import add_endpoint_argument, embedded_endpoint, fresh_log
 from objectlog import ObjectLog
 from objectlog.config import Config
 from objectlog.stores.groups import TopicPartition
+from objectlog.tools.chromium import HEADLESS_FLAGS
 from objectlog.tools.gateway import local_api
 
 PAGE_BUDGET_S = 1.0  # issue 39: a page of a big topic served in under a second
@@ -66,17 +67,6 @@ RECORDS_TOPIC, PARTITIONS_TOPIC, GROUP = "console-records", "console-partitions"
 HOUR_MS = 3_600_000
 KEYS = 10_000
 SESSION_TIMEOUT_MS = 3_600_000  # the group's member stays live through the bench
-# tests/e2e/test_console.py's FLAGS (tests/e2e/test_docs_ui.py's, without a virtual time budget)
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @dataclass(frozen=True)
@@ -390,7 +380,7 @@ def browser_loads(api_url: str, built: Built, rounds: int) -> Loads:
     loads = Loads()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium", args=CHROMIUM_FLAGS, headless=True
+            executable_path="/usr/bin/chromium", args=list(HEADLESS_FLAGS), headless=True
         )
         try:
             page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()

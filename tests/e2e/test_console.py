@@ -25,10 +25,11 @@ from playwright.sync_api import sync_playwright
 from objectlog import ObjectLog
 from objectlog.clients.transactional import TransactionalProducer
 from objectlog.errors import ObjectLogError
-from tests.e2e.test_docs_ui import CHROMIUM_FLAGS, chromium
+from objectlog.tools.chromium import HEADLESS_FLAGS
+from tests.e2e.test_docs_ui import chromium
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "console-screenshots"
-FLAGS = [flag for flag in CHROMIUM_FLAGS if not flag.startswith("--virtual-time-budget")]
+FLAGS = list(HEADLESS_FLAGS)
 XSS = ["<script>window.__xss=1</script>", '<img src=x onerror="window.__xss=1">']
 # color-contrast is axe's slowest rule and never of critical impact (it is "serious"): left out
 AXE_OPTIONS = {"resultTypes": ["violations"], "rules": {"color-contrast": {"enabled": False}}}

@@ -12,18 +12,9 @@ from pathlib import Path
 import pytest
 
 from objectlog.http.routes import ROUTES
+from objectlog.tools.chromium import HEADLESS_FLAGS
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--virtual-time-budget=8000",
-]
+CHROMIUM_FLAGS = [*HEADLESS_FLAGS, "--virtual-time-budget=8000"]
 
 
 def chromium() -> str:
