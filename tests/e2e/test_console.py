@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import requests
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from objectlog import ObjectLog
 from objectlog.clients.transactional import TransactionalProducer
@@ -129,7 +129,7 @@ def test_create_produce_and_find_a_record_by_offset_and_by_time(console: Console
     row.wait_for()
     assert "customer-7" in row.inner_text() and "source: console" in row.inner_text()
     page.get_by_label("Show as").select_option("json")
-    assert '"amount": 42' in row.inner_text()  # pretty-printed
+    expect(row).to_contain_text('"amount": 42')  # pretty-printed (redrawn: waited for)
     page.get_by_label("Show as").select_option("registry")  # asks the server: not framed
     page.wait_for_selector("table.records >> text=Not decoded: it does not carry")
     console.check("records")
@@ -156,7 +156,7 @@ def test_create_produce_and_find_a_record_by_offset_and_by_time(console: Console
     page.get_by_role("button", name="Set config").click()
     page.wait_for_selector("text=Config changed.")
     page.get_by_text("config keys").click()
-    assert "3600000" in page.locator("table:has(caption:text-is('Config'))").inner_text()
+    expect(page.locator("table:has(caption:text-is('Config'))")).to_contain_text("3600000")
     page.get_by_role("button", name="Delete topic").click()
     page.wait_for_selector("h1:text-is('Topics')")
     page.wait_for_selector("text=No topics yet.")
@@ -261,11 +261,11 @@ def test_every_page_renders_its_data_or_the_apis_error(
         if name == "transactions":  # the open one, aborted after a confirmation
             page.get_by_role("button", name="Abort pipeline").click()
             page.wait_for_selector("text=Transaction pipeline aborted.")
-            assert "pipeline" in page.locator("table").inner_text()  # now ended
+            expect(page.locator("table")).to_contain_text("pipeline")  # now ended
         if name == "topics":  # sorted by a column heading's button, from the keyboard
             page.get_by_role("button", name="Records").focus()
             page.keyboard.press("Enter")
-            assert page.locator("th[aria-sort='ascending']").inner_text().startswith("Records")
+            expect(page.locator("th[aria-sort='ascending']")).to_contain_text("Records")
     # a wide topic's partitions, 100 a page from its one description
     log.create_topic("wide", partitions=150)
     page = console.open("/console/topics/wide")
@@ -296,7 +296,7 @@ def test_every_page_renders_its_data_or_the_apis_error(
     page.get_by_label("Principal").fill("User:alice")
     page.get_by_role("button", name="Add ACL").click()
     page.wait_for_selector("text=ACL added.")
-    assert "User:alice" in page.locator("table").inner_text()
+    expect(page.locator("table")).to_contain_text("User:alice")
     page.get_by_role("button", name="Remove ALLOW User:alice READ on inventory").click()
     page.wait_for_selector("text=ACL removed.")
     page.wait_for_selector("text=No ACLs.")

@@ -134,14 +134,14 @@ export async function topicPage(main, [name]) {
     if (!confirmed(question)) return;
     try {
       await api("PATCH", path`/topics/${name}`, body);
+      await load(); // the message once the page shows the new config
       replace(status, message("Config changed."));
-      await load();
     } catch (error) {
       replace(status, errorMessage(error));
     }
   }
 
-  function configSection(config) {
+  function configSection(config, open) {
     const entries = Object.entries(config).sort();
     const form = el("form", { class: "inline-form", "aria-label": "Set a config" },
       field("Config key", el("input", { name: "key", required: true, autocomplete: "off" })),
@@ -157,7 +157,7 @@ export async function topicPage(main, [name]) {
     return [
       el("h2", {}, "Config"),
       form,
-      el("details", {}, el("summary", {}, `All ${entries.length} config keys`),
+      el("details", { open }, el("summary", {}, `All ${entries.length} config keys`),
         table("Config", [
           { label: "Key", cell: ([key]) => key },
           { label: "Value", cell: ([, value]) => value },
@@ -184,7 +184,8 @@ export async function topicPage(main, [name]) {
           { label: "Bytes", cell: (p) => formatBytes(p.bytes) },
         ], topic.partitions.slice(pageStart(topic.partitions), pageEnd(topic.partitions))),
         levels);
-      replace(config, configSection(topic.config || {}));
+      const opened = Boolean(config.querySelector("details[open]")); // kept open across reloads
+      replace(config, configSection(topic.config || {}, opened));
       await loadLevels(topic.partitions);
     } catch (error) {
       replace(details, errorMessage(error));
