@@ -24,6 +24,14 @@ NOT_FRAMED = b"\x01\x00\x00\x00\x00"  # what an unframed value reads as: not the
 NOT_FRAMED_REASON = "not framed: it does not open with magic byte 0 and a schema id"
 
 
+def framed_id(data: bytes) -> int | None:
+    """The schema id a value in the Schema Registry's wire format names, None if it is not in
+    it (framed_ids does the same for a whole column)."""
+    if len(data) < PREFIX_BYTES or data[0] != MAGIC_BYTE:
+        return None
+    return int.from_bytes(data[1:PREFIX_BYTES], "big")
+
+
 def framed_ids(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ids, framed, null) for each value: its schema id (int64; meaningless where not framed),
     whether it carries the wire prefix (magic byte 0 and an id), whether it is null."""

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from objectlog.errors import GroupNotFound, InvalidRequest, UndecodableRecord, UnknownPartition
 from objectlog.format.acls import Operation as O
 from objectlog.format.partitioner import partition_for_key
-from objectlog.format.schema_ids import MAGIC_BYTE, PREFIX_BYTES
+from objectlog.format.schema_ids import framed_id
 from objectlog.http.console_models import (
     ActivityMinute,
     ActivityOut,
@@ -231,15 +231,7 @@ def console_api_router(services: Services) -> Router:
             }
             for r in result.records
         ]
-        return DecodedFetchOut.model_validate(
-            {
-                "records": records,
-                "next_offset": result.next_offset,
-                "high_watermark": result.high_watermark,
-                "log_start_offset": result.log_start_offset,
-                "last_stable_offset": result.last_stable_offset,
-            }
-        )
+        return DecodedFetchOut.answer(result, records)
 
     @router.get(
         "/topics/<topic>/key-partition",
@@ -285,8 +277,7 @@ def _decoded(registry: SchemaRegistry, data: bytes | None) -> DecodedOut | None:
     """The bytes decoded through the registry, or why they were not (a note)."""
     if data is None:
         return None
-    framed = len(data) >= PREFIX_BYTES and data[0] == MAGIC_BYTE
-    schema_id = int.from_bytes(data[1:PREFIX_BYTES], "big") if framed else None
+    schema_id = framed_id(data)
     try:
         return DecodedOut(decoded=serde.decode(registry, data), schema_id=schema_id)
     except UndecodableRecord as e:

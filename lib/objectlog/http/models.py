@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from objectlog.errors import InvalidRequest
 from objectlog.format.records import Record
+
+if TYPE_CHECKING:
+    from objectlog.services.fetch import FetchResult
 
 MAX_RECORDS_PER_REQUEST = 10_000
 
@@ -148,6 +151,20 @@ class FetchResponse(Model):
         description="where read_committed stops: the first offset of the partition's oldest "
         "open transaction, or the high watermark when none is open"
     )
+
+    @classmethod
+    def answer(cls, result: FetchResult, records: list[dict[str, Any]]) -> Self:
+        """A fetch's answer: its records as record_out (or a caller) made them, and the
+        partition's offsets as the fetch found them."""
+        return cls.model_validate(
+            {
+                "records": records,
+                "next_offset": result.next_offset,
+                "high_watermark": result.high_watermark,
+                "log_start_offset": result.log_start_offset,
+                "last_stable_offset": result.last_stable_offset,
+            }
+        )
 
 
 class OffsetsResponse(Model):

@@ -464,15 +464,7 @@ def fetch_router(services: Services) -> Router:
             max_wait_ms=max_wait_ms,
             isolation_level=isolation_level,
         )
-        return FetchResponse.model_validate(
-            {
-                "records": [record_out(r) for r in result.records],
-                "next_offset": result.next_offset,
-                "high_watermark": result.high_watermark,
-                "log_start_offset": result.log_start_offset,
-                "last_stable_offset": result.last_stable_offset,
-            }
-        )
+        return FetchResponse.answer(result, [record_out(r) for r in result.records])
 
     @router.get(
         "/topics/<topic>/partitions/<partition>/offsets",

@@ -40,7 +40,7 @@ from objectlog.errors import (
     SchemaNotFound,
     UndecodableRecord,
 )
-from objectlog.format.schema_ids import MAGIC_BYTE, PREFIX_BYTES, message_indexes
+from objectlog.format.schema_ids import MAGIC_BYTE, PREFIX_BYTES, framed_id, message_indexes
 from objectlog.schemas.registry import SchemaRegistry
 from objectlog.schemas.serde_avro_json import (
     from_avro_json,
@@ -85,11 +85,11 @@ def _with_codec(
     schema_type: str | None,
     use: Callable[[_Codec, bytes], Any],
 ) -> Any:
-    if len(data) < PREFIX_BYTES or data[0] != MAGIC_BYTE:
+    schema_id = framed_id(data)
+    if schema_id is None:
         raise UndecodableRecord(
             "it does not carry the Schema Registry's wire format (magic byte 0, a 4-byte schema id)"
         )
-    schema_id = int.from_bytes(data[1:PREFIX_BYTES], "big")
     try:
         codec = _codec(registry, schema_id)
     except SchemaNotFound:
