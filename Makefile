@@ -10,7 +10,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install prereqs kafka-java run test pytest test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs bench-cold-start bench-http-requests bench-group-commit bench-console clean
+.PHONY: install prereqs kafka-java run test pytest test-aio test-unit test-functional test-e2e test-emulators test-spark test-spark-4.0 test-spark-3.5 test-spark-iceberg test-kafka-clients test-kafka-java-txn check-flakes test-dynamodb-local test-localstack check-long verify-long lint bench bench-long bench-spark bench-groups bench-compaction bench-kafka bench-schemas bench-transactions bench-acls bench-latency bench-capacity bench-costs bench-cold-start bench-http-requests bench-group-commit bench-console clean
 
 # uv installs wheels in parallel: measured here, 34-37 s for .[dev] from an empty cache against
 # 48 s for pip with a warm one.
@@ -134,6 +134,12 @@ SPARK_3.5 := 3.5.8
 	touch $@
 
 # The Spark tests on the main virtualenv's PySpark (make test runs them beside the suite).
+# The asyncio client (objectlog.aio, docs/aio.md): its tests, the bridge's, and the store
+# contract suites over its aiobotocore clients (all of them also run in make test).
+test-aio: install
+	$(BIN)/python -m pytest -n 2 -p no:cacheprovider tests/unit/test_concurrency.py \
+		tests/functional/test_aio_producer.py tests/contract -k "aio or concurrency"
+
 test-spark: install prereqs
 	$(BIN)/python -m pytest -p no:cacheprovider $(SPARK_TESTS)
 

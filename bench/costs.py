@@ -52,7 +52,8 @@ from bench.run import (
 from bench.server import Endpoint, add_endpoint_argument, embedded_endpoint
 from objectlog import ObjectLog
 from objectlog.clients.consumer import Consumer
-from objectlog.clients.producer import RECORD_OVERHEAD, Producer
+from objectlog.clients.flushing import RECORD_OVERHEAD
+from objectlog.clients.producer import Producer
 
 TOPIC = "lowrate"
 PARTITIONS = 64

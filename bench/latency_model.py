@@ -56,7 +56,8 @@ from rich.table import Table
 from bench.report import Report, console
 from objectlog.clients.consumer import POLL_BACKOFF_MAX_S, POLL_BACKOFF_START_S, Consumer
 from objectlog.clients.fetch_ahead import TAIL_RETRY_FIRST
-from objectlog.clients.producer import RECORD_OVERHEAD, Producer
+from objectlog.clients.flushing import RECORD_OVERHEAD
+from objectlog.clients.producer import Producer
 from objectlog.clients.topic_cache import TOPIC_CACHE_TTL_S
 from objectlog.config import Config
 from objectlog.services.index import MANIFEST_MAX_REFS, TAIL_KEEP, TAIL_MAX

@@ -20,7 +20,7 @@ from bench.report import console
 from bench.run import KEY_BYTES, PARTITIONS, RECORD_BYTES, RECORDS_PER_FLUSH
 from objectlog import ObjectLog
 from objectlog.clients import producer as producer_module
-from objectlog.clients.producer import RECORD_OVERHEAD
+from objectlog.clients.flushing import RECORD_OVERHEAD
 from objectlog.config import Config
 from objectlog.stores.items import ItemStores
 from objectlog.stores.objects import MemoryObjectStore

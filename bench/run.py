@@ -54,7 +54,8 @@ from bench.server import (
 )
 from objectlog import FetchRequest, ObjectLog
 from objectlog.cache import LruCache
-from objectlog.clients.producer import RECORD_OVERHEAD, Producer
+from objectlog.clients.flushing import RECORD_OVERHEAD
+from objectlog.clients.producer import Producer
 from objectlog.clock import new_ulid, ulid_time_ms
 from objectlog.format.layout import object_key
 from objectlog.format.segment import decode_parquet

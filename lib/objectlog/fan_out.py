@@ -4,8 +4,9 @@ settled (services.transaction_log, groups.transactional_offsets)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+from objectlog.concurrency import Workers
 
 T = TypeVar("T")
 
@@ -21,7 +22,7 @@ def fan_out(work: Callable[[T], None], items: Iterable[T]) -> None:
         for item in pending:
             work(item)
         return
-    with ThreadPoolExecutor(min(FAN_OUT, len(pending)), "objectlog-txn") as pool:
+    with Workers(min(FAN_OUT, len(pending)), "objectlog-txn") as pool:
         futures = [pool.submit(work, item) for item in pending]
     for future in futures:
         future.result()

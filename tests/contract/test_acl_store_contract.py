@@ -36,6 +36,7 @@ from objectlog.stores.acls import (
 from objectlog.stores.dynamo_acls import DynamoAclStore, resource_key
 from objectlog.stores.items import ItemStores
 from objectlog.stores.memory_acls import MemoryAclStore
+from tests.aio_stores import OnLoop, aio_items
 
 T, G = ResourceType.TOPIC, ResourceType.GROUP
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
@@ -50,24 +51,31 @@ class Subject:
     drop_item: Callable[[AclResource], None]  # a resource's item gone, its name registered
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
+@pytest.fixture(params=["memory", "dynamodb", "dynamodb-aio"])
 def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
     if request.param == "memory":
         memory = MemoryAclStore()
         yield Subject(memory, memory.requests, memory.remove_item)
         return
-    request.getfixturevalue("aws_endpoint")
-    items = ItemStores.dynamodb(
-        aws.dynamodb_client(Config.from_env()), f"acls-{uuid.uuid4().hex[:12]}"
-    )
-    items.metadata.ensure_table()
+    if request.param == "dynamodb-aio":
+        bridged, items = aio_items(request, f"acls-{uuid.uuid4().hex[:12]}")
+    else:
+        request.getfixturevalue("aws_endpoint")
+        items = ItemStores.dynamodb(
+            aws.dynamodb_client(Config.from_env()), f"acls-{uuid.uuid4().hex[:12]}"
+        )
+        items.metadata.ensure_table()
+        bridged = items
     store = items.acls
     assert isinstance(store, DynamoAclStore)
     sent: Counter[str] = Counter()
     store.table.client.meta.events.register(
         "before-call.dynamodb", lambda model, **_: sent.update((model.name,))
     )
-    yield Subject(store, sent, lambda r: store.table.delete(resource_key(r)))
+    drop = lambda r: store.table.delete(resource_key(r))  # noqa: E731
+    if isinstance(bridged.acls, OnLoop):
+        drop = bridged.acls.bridged(drop)
+    yield Subject(bridged.acls, sent, drop)  # type: ignore[arg-type]
 
 
 def acl(

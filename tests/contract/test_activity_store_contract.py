@@ -15,14 +15,18 @@ from objectlog.adapters import aws
 from objectlog.config import Config
 from objectlog.stores.activity import ActivityStore, MemoryActivityStore
 from objectlog.stores.items import ItemStores
+from tests.aio_stores import aio_items
 
 pytestmark = pytest.mark.emulators
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
+@pytest.fixture(params=["memory", "dynamodb", "dynamodb-aio"])
 def store(request: pytest.FixtureRequest) -> Iterator[ActivityStore]:
     if request.param == "memory":
         yield MemoryActivityStore()
+        return
+    if request.param == "dynamodb-aio":
+        yield aio_items(request, f"contract-{uuid.uuid4().hex[:12]}")[0].activity
         return
     request.getfixturevalue("aws_endpoint")
     items = ItemStores.dynamodb(

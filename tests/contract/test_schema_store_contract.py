@@ -12,12 +12,16 @@ from objectlog.adapters import aws
 from objectlog.config import Config
 from objectlog.stores.items import ItemStores
 from objectlog.stores.schemas import SchemaReference, SchemaStore, StoredSchema
+from tests.aio_stores import aio_items
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
+@pytest.fixture(params=["memory", "dynamodb", "dynamodb-aio"])
 def store(request: pytest.FixtureRequest) -> Iterator[SchemaStore]:
     if request.param == "memory":
         yield ItemStores.memory().schemas
+        return
+    if request.param == "dynamodb-aio":
+        yield aio_items(request, f"schemas-{uuid.uuid4().hex[:12]}")[0].schemas
         return
     request.getfixturevalue("aws_endpoint")
     config = Config.from_env()

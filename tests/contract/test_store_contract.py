@@ -39,16 +39,20 @@ from objectlog.stores.metadata import (
     Commit,
     KafkaSequence,
 )
+from tests.aio_stores import aio_items
 
 pytestmark = pytest.mark.emulators  # the stores' conditional writes, on every emulator
 
 TP = TopicPartition("t", 0)
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
+@pytest.fixture(params=["memory", "dynamodb", "dynamodb-aio"])
 def stores(request: pytest.FixtureRequest) -> Iterator[ItemStores]:
     if request.param == "memory":
         yield ItemStores.memory()
+        return
+    if request.param == "dynamodb-aio":
+        yield aio_items(request, f"contract-{uuid.uuid4().hex[:12]}")[0]
         return
     request.getfixturevalue("aws_endpoint")
     config = Config.from_env()

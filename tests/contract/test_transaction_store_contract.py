@@ -28,6 +28,7 @@ from objectlog.stores.transactions import (
     check_bounds,
     item_bytes,
 )
+from tests.aio_stores import OnLoop, aio_items
 
 
 @dataclass
@@ -37,24 +38,31 @@ class Subject:
     remove: Callable[[str], None]  # what the table's TTL does to an expired item
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
+@pytest.fixture(params=["memory", "dynamodb", "dynamodb-aio"])
 def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
     if request.param == "memory":
         memory = MemoryTransactionStore()
         yield Subject(memory, memory.requests, memory.remove)
         return
-    request.getfixturevalue("aws_endpoint")
-    items = ItemStores.dynamodb(
-        aws.dynamodb_client(Config.from_env()), f"txns-{uuid.uuid4().hex[:12]}"
-    )
-    items.metadata.ensure_table()
+    if request.param == "dynamodb-aio":
+        bridged, items = aio_items(request, f"txns-{uuid.uuid4().hex[:12]}")
+    else:
+        request.getfixturevalue("aws_endpoint")
+        items = ItemStores.dynamodb(
+            aws.dynamodb_client(Config.from_env()), f"txns-{uuid.uuid4().hex[:12]}"
+        )
+        items.metadata.ensure_table()
+        bridged = items
     store = items.transactions
     assert isinstance(store, DynamoTransactionStore)
     sent: Counter[str] = Counter()
     store.table.client.meta.events.register(
         "before-call.dynamodb", lambda model, **_: sent.update((model.name,))
     )
-    yield Subject(store, sent, lambda i: store.table.delete(transaction_key(i)))
+    drop = lambda i: store.table.delete(transaction_key(i))  # noqa: E731
+    if isinstance(bridged.transactions, OnLoop):
+        drop = bridged.transactions.bridged(drop)
+    yield Subject(bridged.transactions, sent, drop)  # type: ignore[arg-type]
 
 
 def txn(transactional_id: str = "app-1", version: int = 1, **changes: object) -> Transaction:

@@ -18,6 +18,7 @@ LAYERS = {
     "objectlog.config": 0,
     "objectlog.cache": 0,
     "objectlog.fan_out": 0,
+    "objectlog.concurrency": 0,
     "objectlog.format": 0,
     "objectlog.adapters": 1,
     "objectlog.stores": 2,
@@ -26,6 +27,7 @@ LAYERS = {
     "objectlog.groups": 3,
     "objectlog.schemas": 3,  # the Schema Registry's rules, the compactor's typed columns
     "objectlog.clients": 4,
+    "objectlog.aio": 4,  # the asyncio client, on the threaded client's ObjectLog
     "objectlog": 4,  # the package's public names are the clients'
     "objectlog.telemetry": 5,
     "objectlog.http": 5,
@@ -34,7 +36,7 @@ LAYERS = {
     "objectlog.kafka": 5,
     "objectlog.tools": 6,
 }
-AWS_SDKS = ("botocore", "boto3")
+AWS_SDKS = ("botocore", "boto3", "aiobotocore")
 # boto3 is allowed above the adapters only where a library takes a boto3 client or session.
 SDK_ALLOWED = {"objectlog.adapters"}
 # module -> why it may pass 500 lines (each a candidate to split next)

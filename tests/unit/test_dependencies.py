@@ -32,6 +32,8 @@ ALLOWED_EXTRAS: dict[str, tuple[str, ...]] = {
     "objectlog.telemetry": ("lambda",),
     "functions": ("lambda",),
     "objectlog.spark": ("spark",),
+    "objectlog.aio": ("aio",),
+    "objectlog.adapters.aio_clients": ("aio",),
     "objectlog.kafka": ("agent",),
     "objectlog.schemas": ("schemas",),
     "objectlog.tools": ("cli", "server", "agent", "kafka-clients"),

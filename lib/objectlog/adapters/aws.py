@@ -65,8 +65,10 @@ def botocore_config(
     config: Config,
     *,
     pool: int = 32,
+    kind: type[botocore.config.Config] = botocore.config.Config,
 ) -> botocore.config.Config:
-    return botocore.config.Config(
+    """The clients' settings; ``kind`` is aiobotocore's AioConfig for the asyncio client."""
+    return kind(
         region_name=config.region,
         user_agent=USER_AGENT,
         retries={"mode": "standard", "max_attempts": config.max_attempts},

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -34,6 +33,7 @@ from typing import Any, TypeVar
 import botocore.exceptions
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from objectlog import concurrency
 from objectlog.adapters.aws import THROTTLING_CODES, error_code, translate
 from objectlog.errors import ObjectExists, ObjectNotFound, StorageUnavailable
 
@@ -154,7 +154,7 @@ class DynamoTable:
         name: str,
         *,
         attempts: int = ATTEMPTS,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = concurrency.sleep,
     ) -> None:
         self.client = client
         self.name = name

@@ -17,7 +17,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, Self
 
 from objectlog.clients.consumer import Consumer, ConsumerHost, Groups
-from objectlog.clients.producer import BatchAppender, Producer, ProducerHost
+from objectlog.clients.flushing import BatchAppender, ProducerHost
+from objectlog.clients.producer import Producer
 from objectlog.clients.values import Offsets
 from objectlog.format.topics import Topic, TopicDescription
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchRequest, FetchResult

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 import pyarrow as pa
 
+from objectlog import concurrency
 from objectlog.adapters import aws
 from objectlog.clients.arguments import (
     check_compression,
@@ -191,7 +191,7 @@ class ObjectLog:
             try:
                 return self.topic(name, fresh=True)
             except TopicNotFound:
-                time.sleep(pause)
+                concurrency.sleep(pause)
         return self.topic(name, fresh=True)
 
     def list_topics(self) -> list[str]:

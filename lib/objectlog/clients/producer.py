@@ -22,86 +22,44 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from objectlog.clients.delivery import (
     Delivery,
     PreparedDelivery,
     RecordFuture,
-    delivery_columns,
-    explicit_partitions,
-    given_partitions,
-    rows_by_topic,
     settle_records,
+)
+from objectlog.clients.flushing import (
+    ProducerHost,
+    Sequences,
+    check_producer_options,
+    check_record,
+    expire,
+    fail_delivery,
+    prepare_delivery,
+    stage_table,
+    table_result,
 )
 from objectlog.clients.values import BatchResult
 from objectlog.clock import Clock, SystemClock
 from objectlog.errors import (
-    InvalidRequest,
     ObjectLogError,
     ProducerClosed,
     StorageUnavailable,
-    UnknownOutcome,
 )
 from objectlog.format.partitioner import StickyPartitioner
 from objectlog.format.records import (
     HeadersInput,
     RecordMetadata,
-    normalize_headers,
-    to_bytes,
 )
-from objectlog.format.topics import Topic, check_partition, validate_topic_name
-from objectlog.services.append import AppendOutcome, AppendStats, PartitionBatch, StagedFlush
-from objectlog.services.columnar import (
-    assign_partitions,
-    refuse_rows,
-    refuse_unvalidated,
-    table_batches,
-    table_columns,
-)
-
-
-class BatchAppender(Protocol):
-    """Writes flushes: the S3/DynamoDB Appender, or the HTTP API's."""
-
-    stats: AppendStats
-
-    def stage(self, batches: Sequence[PartitionBatch]) -> StagedFlush: ...
-
-    def commit_staged(
-        self, staged: StagedFlush, producer_id: str | None
-    ) -> list[AppendOutcome]: ...
-
-    def last_sequence(self, topic: str, partition: int, producer_id: str) -> int | None: ...
-
-    def close(self) -> None: ...
-
-
-class ProducerHost(Protocol):
-    """What a Producer needs from its log: direct (ObjectLog) or over HTTP (HttpObjectLog)."""
-
-    def topic(self, name: str, *, fresh: bool = False) -> Topic: ...
-
-    def forget_topic(self, name: str) -> None: ...
-
-    def new_appender(self, *, compression: str = "none") -> BatchAppender: ...
-
-    def check_schemas(
-        self, topic: Topic, keys: pa.Array, values: pa.Array, headers: pa.Array | None
-    ) -> None:
-        """Refuse records a validated topic would refuse (SchemaValidationFailed)."""
-
+from objectlog.format.topics import validate_topic_name
+from objectlog.services.append import AppendOutcome, StagedFlush
 
 logger = logging.getLogger(__name__)
-# Bytes a record costs beyond its key and value, for batch accounting: what a full batch's
-# Parquet slice spends per record (28-35 B measured for 10 B to 1 KiB values, 963-10,000
-# records; docs/benchmarks.md), rounded up. A slice's fixed footer (about 2 KiB) is not spread
-# over its records: batch_bytes bounds a flush's records, not its object to the byte.
-RECORD_OVERHEAD = 40
 
 
 def new_producer_id() -> str:
@@ -130,13 +88,7 @@ class Producer:
         StorageUnavailable, unwritten, instead of waiting its turn behind flushes that a slow
         or unavailable store holds up. A flush already being written finishes its own bounded
         attempts (its records may have landed: they are not failed early)."""
-        if batch_bytes <= 0 or linger_ms < 0:
-            raise InvalidRequest("batch_bytes must be positive and linger_ms not negative")
-        if type(delivery_timeout_ms) is not int or delivery_timeout_ms < max(linger_ms, 1):
-            raise InvalidRequest(
-                "delivery_timeout_ms must be an integer of at least linger_ms (and 1)",
-                field="delivery_timeout_ms",
-            )
+        check_producer_options(linger_ms, batch_bytes, delivery_timeout_ms)
         self.log = log
         self.clock: Clock = clock or getattr(log, "clock", None) or SystemClock()
         self._now_ms = self.clock.now_ms  # bound once: send() calls it per record
@@ -148,8 +100,7 @@ class Producer:
         self.producer_id = new_producer_id() if enable_idempotence else None
         self.appender = log.new_appender(compression=compression)
         self.sticky = StickyPartitioner()
-        self._sequences: dict[tuple[str, int], int] = {}
-        self._resync: set[tuple[str, int]] = set()
+        self._sequences = Sequences(log, self.appender)
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
         self._wake = threading.Event()
@@ -186,18 +137,9 @@ class Producer:
         list appends; no object but the future."""
         if topic not in self._known_topics:
             self._known_topics.add(validate_topic_name(topic))
-        if type(value) is not bytes and value is not None:
-            value = to_bytes(value, "value")
-        if type(key) is not bytes and key is not None:
-            key = to_bytes(key, "key")
-        pairs = normalize_headers(headers) if headers else None
-        if partition is not None and (type(partition) is not int or partition < 0):
-            raise InvalidRequest("partition must be a non-negative int", field="partition")
-        if timestamp_ms is None:
-            timestamp_ms = self._now_ms()
-        elif type(timestamp_ms) is not int or timestamp_ms < 0:
-            raise InvalidRequest("timestamp_ms must be a non-negative int", field="timestamp")
-        size = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
+        value, key, pairs, timestamp_ms, size = check_record(
+            value, key, headers, partition, timestamp_ms, self._now_ms
+        )
         with self._lock:
             delivery = self._delivery
             if delivery.bytes + size > delivery.limit:
@@ -300,28 +242,10 @@ class Producer:
         value binary>>) optional. The rows take the columnar path the Spark sink takes
         (services.columnar); a record over max.message.bytes fails the whole table.
         """
-        info = self.log.topic(topic)
-        columns, explicit = table_columns(table)
-        if partition is not None:
-            check_partition(info, partition)
-            partitions = np.full(len(columns), partition, dtype=np.int64)
-        else:
-            partitions = assign_partitions(
-                info,
-                columns.keys,
-                explicit,
-                lambda _: self.sticky.partition(info.name, info.partitions),
-            )
-        self.log.check_schemas(info, columns.keys, columns.values, columns.headers)  # all or none
-        groups = table_batches(info, columns, partitions, self.clock.now_ms())
-        outcomes = self._commit(self.appender.stage([batch for _, batch in groups]))
-        offsets = np.empty(len(columns), dtype=np.int64)
-        for outcome, (rows, _) in zip(outcomes, groups, strict=True):
-            if outcome.error is not None:
-                raise outcome.error
-            assert outcome.base_offset is not None
-            offsets[rows] = outcome.base_offset + np.arange(len(rows))
-        return BatchResult(topic, partitions, offsets)
+        staged = stage_table(
+            self.log, self.appender, self.sticky, self.clock, topic, table, partition
+        )
+        return table_result(staged, self._commit(staged.staged))
 
     # ---- the sender thread -------------------------------------------------------------
 
@@ -345,11 +269,12 @@ class Producer:
                 return
             delivery.start_settling()
             prepared = None
-            if not self._expired(delivery):  # an expired one is settled in order, unwritten
+            # an expired one is settled in order, unwritten
+            if not expire(delivery, self.delivery_timeout_s):
                 try:
                     prepared = self._prepare(delivery)
                 except Exception as e:  # never let the sender die silently
-                    self._fail(delivery, e)
+                    fail_delivery(delivery, e)
             self._staged.put((delivery, prepared))  # waits while the committer is busy
 
     def _commit_loop(self) -> None:
@@ -362,28 +287,9 @@ class Producer:
                     for outcome, positions in zip(outcomes, prepared.positions, strict=True):
                         settle_records(delivery, outcome, positions)
             except Exception as e:  # never let the committer die silently
-                self._fail(delivery, e)
+                fail_delivery(delivery, e)
             finally:
                 self._settle_delivery(delivery)
-
-    def _expired(self, delivery: Delivery) -> bool:
-        """Whether the delivery waited past delivery_timeout_ms; if so its records fail."""
-        waited = time.monotonic() - delivery.first_at
-        if waited < self.delivery_timeout_s:
-            return False
-        error = StorageUnavailable(
-            f"{delivery.count} record(s) expired unwritten: {waited * 1000:.0f} ms passed since "
-            f"the first was sent, past delivery_timeout_ms ({self.delivery_timeout_s * 1000:.0f})"
-        )
-        delivery.errors.update(dict.fromkeys(range(delivery.count), error))
-        return True
-
-    @staticmethod
-    def _fail(delivery: Delivery, e: Exception) -> None:
-        logger.exception("producer sender failed")
-        error = e if isinstance(e, ObjectLogError) else UnknownOutcome(f"sender failed: {e}")
-        for position in range(delivery.count):
-            delivery.errors[position] = error
 
     def _next_delivery(self) -> Delivery | None:
         while True:
@@ -427,73 +333,12 @@ class Producer:
                 logger.exception("a send() callback raised")
 
     def _prepare(self, delivery: Delivery) -> PreparedDelivery:
-        """Group the delivery's records into partition batches and stage them, on the columnar
-        path send_table takes (services.columnar), except that a record that cannot be written
-        (its topic or partition unknown, or over max.message.bytes) fails alone."""
-        columns = delivery_columns(delivery)
-        explicit = explicit_partitions(delivery.partitions)
-        now_ms = self.clock.now_ms()
-        batches: list[PartitionBatch] = []
-        positions: list[np.ndarray] = []
-        for topic_name, rows in rows_by_topic(delivery.topics):
-            try:
-                info = self.log.topic(topic_name)
-            except ObjectLogError as e:
-                delivery.errors.update(dict.fromkeys(rows.tolist(), e))
-                continue
-            rows, errors = refuse_rows(info, columns, explicit, rows)
-            delivery.errors.update(errors)
-            rows = refuse_unvalidated(self.log.check_schemas, info, columns, rows, delivery.errors)
-            if not len(rows):
-                continue
-            partitions = assign_partitions(
-                info,
-                columns.keys.take(rows),
-                None if explicit is None else given_partitions(explicit[rows]),
-                self._sticky_partition(info),
-            )
-            for group, batch in table_batches(info, columns, partitions, now_ms, rows):
-                batches.append(batch)
-                positions.append(rows[group])
-        self.sticky.next_batch()
-        return PreparedDelivery(self.appender.stage(batches), positions)
-
-    def _sticky_partition(self, info: Topic) -> Callable[[int], int]:
-        """assign_partitions' choice for null keys: the topic's sticky partition, for all."""
-        return lambda _: self.sticky.partition(info.name, info.partitions)
+        return prepare_delivery(self.log, self.appender, self.sticky, self.clock.now_ms(), delivery)
 
     def _commit(self, staged: StagedFlush) -> list[AppendOutcome]:
         """Assign sequences and commit; sequences are serialized across both send paths."""
-        batches = [outcome.batch for outcome in staged.outcomes]
         with self._commit_lock:
-            for batch in batches:
-                batch.sequence = self._sequence_for(batch)
-            try:
-                outcomes = self.appender.commit_staged(staged, self.producer_id)
-            except Exception:
-                # Some partitions may have committed before this: their outcome is unknown.
-                self._resync.update((b.topic.name, b.partition) for b in batches)
-                raise
-            for outcome in outcomes:
-                key = (outcome.batch.topic.name, outcome.batch.partition)
-                if outcome.error is None:
-                    self._sequences[key] = outcome.batch.sequence + 1
-                elif isinstance(outcome.error, UnknownOutcome):
-                    self._resync.add(key)  # it may have landed: ask the head next time
-                if (
-                    isinstance(outcome.error, ObjectLogError)
-                    and outcome.error.kind.name == "NOT_FOUND"
-                ):
-                    self.log.forget_topic(key[0])
-            return outcomes
-
-    def _sequence_for(self, batch: PartitionBatch) -> int:
-        key = (batch.topic.name, batch.partition)
-        if key in self._resync and self.producer_id is not None:
-            last = self.appender.last_sequence(*key, self.producer_id)
-            self._sequences[key] = last + 1 if last is not None else self._sequences.get(key, 0)
-            self._resync.discard(key)
-        return self._sequences.get(key, 0)
+            return self._sequences.commit(staged, self.producer_id)
 
 
 def _metadata_or_none(future: RecordFuture) -> RecordMetadata | None:

@@ -33,16 +33,16 @@ from __future__ import annotations
 
 import enum
 import functools
-import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import pyarrow as pa
 
+from objectlog import concurrency
 from objectlog.clients.delivery import Delivery, RecordFuture
 from objectlog.clients.producer import Producer, ProducerHost
 from objectlog.clients.values import BatchResult, ConsumerGroupMetadata
+from objectlog.concurrency import Lock
 from objectlog.errors import (
     ConcurrentTransactions,
     InvalidRequest,
@@ -118,7 +118,7 @@ class TransactionalProducer(Producer):
         self._known: Transaction | None = None  # the item as the coordinator last answered
         self._added: set[tuple[str, int]] = set()
         self._groups_added: set[str] = set()
-        self._txn_lock = threading.Lock()
+        self._txn_lock = Lock()  # held across the coordinator's calls
         super().__init__(log, **options)
         self.producer_id = None  # no writes before init_transactions
 
@@ -308,7 +308,7 @@ class TransactionalProducer(Producer):
             except ConcurrentTransactions:
                 if attempt == RETRIES - 1:
                     raise
-                time.sleep(BACKOFF_S * (attempt + 1))
+                concurrency.sleep(BACKOFF_S * (attempt + 1))
             except ProducerFenced:
                 self._phase = TxnPhase.FATAL
                 raise

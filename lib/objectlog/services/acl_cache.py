@@ -28,12 +28,12 @@ PREFIXED bindings by prefix, with the prefix lengths present, so a lookup is a f
 from __future__ import annotations
 
 import logging
-import threading
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from objectlog.clock import Clock
+from objectlog.concurrency import Lock
 from objectlog.errors import ObjectLogError
 from objectlog.format.acls import WILDCARD, AclBinding, PatternType, ResourceType
 from objectlog.stores.acls import AclStore
@@ -98,7 +98,7 @@ class AclCache:
         self.refresh_ms = int(refresh_s * 1000)
         self.checks = 0
         self.reloads = 0
-        self._lock = threading.Lock()
+        self._lock = Lock()
         self._index: dict[ResourceType, _TypeIndex] | None = None
         self._version = -1
         self._next_check_ms = 0

@@ -68,6 +68,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from objectlog.concurrency import Lock
 from objectlog.errors import ObjectLogError
 from objectlog.stores.activity import ActivityStore
 from objectlog.stores.metadata import PartitionHead
@@ -121,7 +122,7 @@ class TopicActivity:
         self.settings = settings or ActivitySettings()
         self.now = monotonic
         self._lock = threading.Lock()
-        self._touch_locks: dict[str, threading.Lock] = {}
+        self._touch_locks: dict[str, Lock] = {}
         self._touched: dict[str, float] = {}  # topic -> when our last good touch was sent
         self._partitions: dict[tuple[str, int], _Partition] = {}
         self._samples: dict[str, list[_Sample]] = {}  # per topic, oldest first
@@ -141,7 +142,7 @@ class TopicActivity:
             self._local.update(dict.fromkeys(names, ended))
         for topic in names:
             with self._lock:
-                lock = self._touch_locks.setdefault(topic, threading.Lock())
+                lock = self._touch_locks.setdefault(topic, Lock())
             with lock:  # concurrent commits to a topic: one touches, the others see it
                 sent = self.now()
                 last = self._touched.get(topic)

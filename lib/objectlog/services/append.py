@@ -26,13 +26,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from objectlog import concurrency
 from objectlog.clock import Clock, new_ulid, ulid_time_ms
+from objectlog.concurrency import Workers
 from objectlog.errors import (
     HorizonPassed,
     ObjectLogError,
@@ -86,7 +87,7 @@ class Appender:
         clock: Clock,
         *,
         compression: str = "none",
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = concurrency.sleep,
         activity: TopicActivity | None = None,
     ) -> None:
         self.store = store
@@ -98,8 +99,8 @@ class Appender:
         self.sleep = sleep
         self.activity = activity
         self.stats = AppendStats()
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="objectlog-commit")
-        self._uploads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="objectlog-upload")
+        self._pool = Workers(max_workers=8, thread_name_prefix="objectlog-commit")
+        self._uploads = Workers(max_workers=1, thread_name_prefix="objectlog-upload")
         self._heads: dict[tuple[str, int], PartitionHead] = {}  # the newest each commit saw
         self._heads_lock = threading.Lock()
         self._carrying: set[tuple[str, int]] = set()  # partitions a staged flush carries for
@@ -213,10 +214,8 @@ class Appender:
         """One Parquet slice per batch, side by side, and a ref (object id unset) to each."""
         parts: list[pa.Buffer | bytes] = []
         refs, position = [], 0
-        for batch in batches:
-            sink = pa.BufferOutputStream()
-            write_parquet(sink, batch.table, self.compression)
-            blob = sink.getvalue()
+        blobs = concurrency.offload(self._parquet_slices, batches)
+        for batch, blob in zip(batches, blobs, strict=True):
             bounds = pc.min_max(batch.table.column("timestamp"))
             refs.append(
                 SegmentRef(
@@ -233,6 +232,15 @@ class Appender:
             parts.append(blob)
             position += blob.size
         return parts, refs
+
+    def _parquet_slices(self, batches: Sequence[PartitionBatch]) -> list[pa.Buffer]:
+        """The batches encoded (CPU only: off the event loop for the asyncio client)."""
+        slices = []
+        for batch in batches:
+            sink = pa.BufferOutputStream()
+            write_parquet(sink, batch.table, self.compression)
+            slices.append(sink.getvalue())
+        return slices
 
     def upload(self, batches: Sequence[PartitionBatch]) -> tuple[str, list[SegmentRef]]:
         """Write the batches as one L0 object, commit nothing: its id and one ref per batch,

@@ -12,13 +12,13 @@ import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from objectlog import concurrency
 from objectlog.cache import LruCache
 from objectlog.errors import ObjectLogError, ObjectNotFound, OffsetOutOfRange, UnknownPartition
 from objectlog.format.index import LEVEL_L0, PlacedRef
@@ -93,7 +93,7 @@ class FetchResult:
     # They may reach past the records when a budget trimmed them.
     refs: tuple[PlacedRef, ...] = ()
 
-    @cached_property
+    @functools.cached_property
     def records(self) -> list[Record]:
         return table_to_records(self.table)
 
@@ -117,7 +117,7 @@ class Reader:
         read_many: ReadMany,
         partition_count: Callable[[str], int],
         footers: Footers,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = concurrency.sleep,
         activity: TopicActivity | None = None,
     ) -> None:
         self.metadata = metadata

@@ -12,11 +12,11 @@ from __future__ import annotations
 import bisect
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from objectlog.cache import LruCache
 from objectlog.clock import Clock, new_ulid
+from objectlog.concurrency import Workers
 from objectlog.errors import ObjectLogError
 from objectlog.format.index import (
     LEVEL_L1,
@@ -81,7 +81,7 @@ class IndexStore:
         self._lists: LruCache[str, ManifestList] = LruCache(256)
         self._manifests: LruCache[str, Manifest] = LruCache(1024)
         self._placed: LruCache[str, tuple[tuple[PlacedRef, ...], list[int]]] = LruCache(256)
-        self._preload_pool: ThreadPoolExecutor | None = None
+        self._preload_pool: Workers | None = None
         self.spills = 0
 
     def close(self) -> None:
@@ -109,9 +109,7 @@ class IndexStore:
         if len(locations) < 2:
             return  # one GET gains nothing from a thread: the plan reads it
         if self._preload_pool is None:
-            self._preload_pool = ThreadPoolExecutor(
-                PRELOAD_THREADS, thread_name_prefix="objectlog-index"
-            )
+            self._preload_pool = Workers(PRELOAD_THREADS, thread_name_prefix="objectlog-index")
         for future in [self._preload_pool.submit(load, location) for location in locations]:
             with contextlib.suppress(ObjectLogError):
                 future.result()

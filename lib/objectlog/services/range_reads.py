@@ -15,9 +15,9 @@ injection) see every read.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from objectlog.concurrency import Workers
 from objectlog.errors import ObjectLogError
 
 Range = tuple[str, int, int]  # object key, start, length
@@ -40,7 +40,7 @@ class ConcurrentReads:
         self.get_range = get_range
         self.threads = threads
         self.concurrent = concurrent
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Workers | None = None
 
     def read_many(self, ranges: Sequence[Range], then: Then | None = None) -> list[Any]:
         """Each range's bytes, or then(index, bytes) if given, or the objectlog error reading
@@ -57,7 +57,7 @@ class ConcurrentReads:
         if not self.concurrent or len(ranges) <= 1:
             return [read(index) for index in range(len(ranges))]
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="objectlog-reads")
+            self._pool = Workers(self.threads, thread_name_prefix="objectlog-reads")
         return list(self._pool.map(read, range(len(ranges))))
 
     def close(self) -> None:

@@ -20,9 +20,11 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 import pyarrow as pa
+
+from objectlog.concurrency import Workers
 
 Range = tuple[str, int, int]  # object key, start, length
 READ_AHEAD_THREADS = 4
@@ -33,7 +35,7 @@ MAX_IN_FLIGHT = 2 * READ_AHEAD_THREADS
 
 class ReadAhead:
     def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Workers | None = None
         self._in_flight: dict[Range, Future[pa.Table]] = {}
         self._lock = threading.RLock()  # a done callback may run in start(), holding it
 
@@ -41,9 +43,7 @@ class ReadAhead:
         """Run each range's load (read, decode, cache) in the background, unless it runs."""
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    READ_AHEAD_THREADS, thread_name_prefix="objectlog-read-ahead"
-                )
+                self._pool = Workers(READ_AHEAD_THREADS, thread_name_prefix="objectlog-read-ahead")
             for key, load in loads.items():
                 if len(self._in_flight) >= MAX_IN_FLIGHT:
                     break

@@ -13,6 +13,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("moto", "werkzeug", "waitress"),
     "lambda": ("aws_lambda_powertools", "pydantic"),
     "agent": ("kio", "aiokafka", "cramjam", "scramp"),
+    "aio": ("aiobotocore", "aiohttp"),
     "kafka-clients": ("kafka", "confluent_kafka"),
 }
 

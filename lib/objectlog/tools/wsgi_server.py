@@ -76,6 +76,12 @@ class BackgroundWsgiServer:
             def log_request(self, *args: object, **kwargs: object) -> None:
                 pass
 
+            def send_response(self, code: int, message: str | None = None) -> None:
+                """Without http.server's own Server header: the app sends one (moto's
+                "amazon.com"), and a second is refused by strict clients (aiohttp)."""
+                self.send_response_only(code, message)
+                self.send_header("Date", self.date_time_string())
+
         server: BaseWSGIServer = make_server(host, port, app, threaded=True, request_handler=Quiet)
 
         def stop() -> None:

@@ -1,0 +1,127 @@
+"""aiobotocore's clients for the asyncio client, with botocore's blocking interface on top.
+
+The stores and adapters call botocore clients (``client.get_item(...)``, a GetObject body's
+``read()``, paginators, waiters). ``BridgedClient`` gives them an aiobotocore client behind that
+same interface: each call is awaited on the event loop through objectlog.concurrency.wait_for,
+so the one set of stores runs on both clients (objectlog/concurrency.py says why and how).
+aiobotocore raises botocore's exception classes, so adapters/aws.py translates its errors as
+it does botocore's, and DynamoTable's retry policy holds unchanged.
+
+Clients are made with the same settings as the threaded client's (adapters.aws.botocore_config:
+timeouts, retries, addressing style, user agent) from the same Config.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from aiobotocore.config import AioConfig
+from aiobotocore.session import AioSession, get_session
+
+from objectlog.adapters.aws import botocore_config, session_kwargs
+from objectlog.concurrency import wait_for
+from objectlog.config import Config
+
+
+class BridgedClient:
+    """An aiobotocore client answering as a botocore client does, for bridged code."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.meta = client.meta
+        self.exceptions = client.exceptions
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            # aiobotocore's operations are plain methods returning coroutines
+            result = attribute(*args, **kwargs)
+            return _bridged_response(wait_for(result)) if inspect.isawaitable(result) else result
+
+        return call
+
+    def get_paginator(self, operation: str) -> _BridgedPaginator:
+        return _BridgedPaginator(self._client.get_paginator(operation))
+
+    def get_waiter(self, name: str) -> _BridgedWaiter:
+        return _BridgedWaiter(self._client.get_waiter(name))
+
+
+def _bridged_response(response: Any) -> Any:
+    if isinstance(response, dict) and "Body" in response:
+        response["Body"] = _BridgedBody(response["Body"])
+    return response
+
+
+class _BridgedBody:
+    """A GetObject body: read() awaits the rest of the response on the loop."""
+
+    def __init__(self, body: Any) -> None:
+        self._body = body
+
+    def read(self, amount: int | None = None) -> bytes:
+        data: bytes = wait_for(self._body.read(amount) if amount else self._body.read())
+        return data
+
+    def close(self) -> None:
+        self._body.close()
+
+
+class _BridgedPaginator:
+    def __init__(self, paginator: Any) -> None:
+        self._paginator = paginator
+
+    def paginate(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        pages: AsyncIterator[dict[str, Any]] = self._paginator.paginate(**kwargs).__aiter__()
+        while True:
+            try:
+                yield wait_for(pages.__anext__())
+            except StopAsyncIteration:
+                return
+
+
+class _BridgedWaiter:
+    def __init__(self, waiter: Any) -> None:
+        self._waiter = waiter
+
+    def wait(self, **kwargs: Any) -> None:
+        wait_for(self._waiter.wait(**kwargs))
+
+
+def aio_session(config: Config) -> AioSession:
+    """An aiobotocore session with the threaded client's credentials (session_kwargs)."""
+    session = get_session()
+    kwargs = session_kwargs(config)
+    if "aws_access_key_id" in kwargs:
+        session.set_credentials(
+            kwargs["aws_access_key_id"],
+            kwargs["aws_secret_access_key"],
+            kwargs.get("aws_session_token"),
+        )
+    if kwargs.get("profile_name"):
+        session.set_config_variable("profile", kwargs["profile_name"])
+    session.set_config_variable("region", config.region)
+    return session
+
+
+async def open_clients(
+    config: Config, stack: contextlib.AsyncExitStack
+) -> tuple[BridgedClient, BridgedClient]:
+    """S3 and DynamoDB clients for config, closed with stack: (s3, dynamodb)."""
+    session = aio_session(config)
+    aio_settings = botocore_config(config, kind=AioConfig)
+    s3 = await stack.enter_async_context(
+        session.create_client("s3", endpoint_url=config.s3_endpoint, config=aio_settings)
+    )
+    dynamodb = await stack.enter_async_context(
+        session.create_client(
+            "dynamodb", endpoint_url=config.dynamodb_endpoint, config=aio_settings
+        )
+    )
+    return BridgedClient(s3), BridgedClient(dynamodb)
