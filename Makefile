@@ -138,7 +138,9 @@ SPARK_3.5 := 3.5.8
 # contract suites over its aiobotocore clients (all of them also run in make test).
 test-aio: install
 	$(BIN)/python -m pytest -n 2 -p no:cacheprovider tests/unit/test_concurrency.py \
-		tests/functional/test_aio_producer.py tests/contract -k "aio or concurrency"
+		tests/functional/test_aio_producer.py tests/functional/test_aio_consumer.py \
+		tests/functional/test_aio_admin.py tests/functional/test_gateway_auth.py tests/contract \
+		-k "aio or asyncio or concurrency or bearer"
 
 test-spark: install prereqs
 	$(BIN)/python -m pytest -p no:cacheprovider $(SPARK_TESTS)

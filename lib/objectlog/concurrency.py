@@ -16,6 +16,8 @@ otherwise:
 - ``Workers``: a concurrent.futures Executor. On threads a pool of threads; bridged, each call
   becomes a task on the loop running in its own greenlet, at most ``max_workers`` at once.
 - ``sleep()``: a retry's backoff (asyncio.sleep when bridged).
+- ``Condition``, ``Background``: a consumer's fetch-ahead waits for fetches to land and fetches
+  on a thread of its own, or, bridged, on a task of the loop.
 - ``offload()``: CPU-bound work (Parquet encoding) that must not hold the loop: on a thread of
   asyncio's default executor when bridged, inline otherwise. Offloaded work must not do I/O:
   ``wait_for()`` outside bridged code raises RuntimeError, loudly.
@@ -136,6 +138,117 @@ class Lock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+# The RLocks whose holder lent them to the coroutine being awaited (lent()): bridged code that
+# coroutine runs takes them as the holder would.
+_lent: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "objectlog_lent_locks", default=frozenset()
+)
+
+
+class RLock(Lock):
+    """A reentrant Lock: its holder is the greenlet (bridged) or thread that took it, which
+    may take it again (a rebalance callback committing inside the poll that called it), and
+    so may a coroutine the holder awaits with the lock lent to it (lent())."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._owner: greenlet | None = None
+        self._depth = 0
+
+    def acquire(self, blocking: bool = True) -> bool:
+        me = getcurrent()
+        if self._owner is me or (self._owner is not None and id(self) in _lent.get()):
+            self._depth += 1
+            return True
+        if not super().acquire(blocking):
+            return False
+        self._owner, self._depth = me, 1
+        return True
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            super().release()
+
+
+async def lent(lock: RLock, awaitable: Awaitable[T]) -> T:
+    """Await a coroutine (an asyncio callback the lock's holder waits for) that may take the
+    lock itself, through a bridge of its own, as its holder."""
+    token = _lent.set(_lent.get() | {id(lock)})
+    try:
+        return await awaitable
+    finally:
+        _lent.reset(token)
+
+
+class Condition:
+    """threading.Condition, whose wait() a bridged caller awaits on the loop (the lock is
+    released meanwhile, as threading's is); notify_all() wakes waiters of both kinds."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._loop_waiters: list[asyncio.Future[None]] = []
+
+    def __enter__(self) -> Condition:
+        self._condition.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._condition.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait (holding the lock) until notified or timeout; whether it was notified."""
+        if not on_loop():
+            return self._condition.wait(timeout)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._loop_waiters.append(waiter)
+        self._condition.release()
+        try:
+            wait_for(asyncio.wait({waiter}, timeout=timeout))
+        finally:
+            self._condition.acquire()
+            if waiter in self._loop_waiters:
+                self._loop_waiters.remove(waiter)
+        return waiter.done()
+
+    def notify_all(self) -> None:
+        """Wake every waiter (call holding the lock)."""
+        self._condition.notify_all()
+        waiters, self._loop_waiters = self._loop_waiters, []
+        for waiter in waiters:
+            waiter.get_loop().call_soon_threadsafe(_wake, waiter)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class Background:
+    """A long-running call (a fetch-ahead loop): a daemon thread, or for bridged callers a
+    task on the loop running it bridged."""
+
+    def __init__(self, fn: Callable[[], None], name: str) -> None:
+        self._thread: threading.Thread | None = None
+        self._task: asyncio.Task[None] | None = None
+        if on_loop():
+            self._task = asyncio.get_running_loop().create_task(bridge(fn), name=name)
+        else:
+            self._thread = threading.Thread(target=fn, name=name, daemon=True)
+            self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the call to return (it must have been told to), up to timeout."""
+        if self._thread is not None:
+            if self._thread is not threading.current_thread():
+                self._thread.join(timeout)
+        elif self._task is not None and on_loop():
+            wait_for(asyncio.wait({self._task}, timeout=timeout))
+            if not self._task.done():
+                self._task.cancel()
 
 
 class _TaskFuture(Future[Any]):

@@ -7,8 +7,10 @@ with API Gateway's answers (403 / 401) and store nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+import itertools
 import json
 import uuid
 from collections.abc import Iterator
@@ -378,3 +380,51 @@ def test_objectlog_dev_says_when_acls_are_enforced(aws_endpoint: str) -> None:
         assert "Kafka ACLs enforced on every door (super users: User:admin" in stack.banner()[0]
     finally:
         stack.stop()
+
+
+def test_the_asyncio_client_signs_as_the_gateway_verifies(
+    iam_api: Served, identities: Identities, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from objectlog.aio import AIOObjectLog
+
+    writer = identities.writer
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", writer.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", writer.secret_key)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", writer.token)
+
+    async def produce() -> int:
+        remote = await AIOObjectLog.connect(iam_api.url, sign=True, region=REGION)
+        async with remote, remote.producer() as producer:
+            return (await producer.send_and_wait("orders", b"signed")).offset
+
+    assert asyncio.run(produce()) == 0
+    assert ":assumed-role/writer-" in iam_api.authorizer()["iam"]["userArn"]
+
+
+def test_both_clients_send_a_bearer_token_the_jwt_authorizer_takes(
+    jwt_api: Served, issuer: LoopbackIssuer, log: ObjectLog
+) -> None:
+    from objectlog.aio import AIOObjectLog
+    from objectlog.clients.http import HttpObjectLog
+    from objectlog.errors import ObjectLogError
+
+    calls = itertools.count(1)
+
+    def token() -> str:  # a new one every request, as a refreshing token source may
+        return issuer.token(f"svc-async-{next(calls)}")
+
+    async def produce() -> list[str]:
+        async with await AIOObjectLog.connect(jwt_api.url, token=token) as remote:
+            async with remote.producer() as producer:
+                await producer.send_and_wait("orders", b"with a token")
+            return await remote.list_topics()
+
+    assert asyncio.run(produce()) == ["orders"]
+    last = next(calls) - 1
+    assert last > 2 and jwt_api.authorizer()["jwt"]["claims"]["sub"] == f"svc-async-{last}"
+    with HttpObjectLog(jwt_api.url, token=issuer.token("svc-threads")) as remote:
+        assert remote.list_topics() == ["orders"]
+    assert jwt_api.authorizer()["jwt"]["claims"]["sub"] == "svc-threads"
+    with HttpObjectLog(jwt_api.url) as anonymous, pytest.raises(ObjectLogError):
+        anonymous.list_topics()
+    assert stored(log) == 1

@@ -1,4 +1,5 @@
-"""aiobotocore's clients for the asyncio client, with botocore's blocking interface on top.
+"""aiobotocore's clients for the asyncio client, with botocore's blocking interface on top
+(and aiohttp's session with requests' interface, for the HTTP transport).
 
 The stores and adapters call botocore clients (``client.get_item(...)``, a GetObject body's
 ``read()``, paginators, waiters). ``BridgedClient`` gives them an aiobotocore client behind that
@@ -18,8 +19,11 @@ import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import aiohttp
+import requests
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession, get_session
+from requests.structures import CaseInsensitiveDict
 
 from objectlog.adapters.aws import botocore_config, session_kwargs
 from objectlog.concurrency import wait_for
@@ -125,3 +129,67 @@ async def open_clients(
         )
     )
     return BridgedClient(s3), BridgedClient(dynamodb)
+
+
+class BridgedHttp:
+    """An aiohttp session answering as requests.Session.request does, for bridged code: the
+    HTTP transport's ApiSession (retries, errors, signing) runs unchanged on the loop.
+    requests prepares each request (its JSON body, query string, and the SigV4 signature or
+    bearer token over them) and aiohttp sends it; aiohttp's connection failures come back as
+    requests' exceptions (ConnectionError, Timeout), so the one retry policy reads them."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json: Any = None,
+        params: Any = None,
+        headers: Any = None,
+        timeout: float | None = None,
+        auth: Any = None,
+    ) -> requests.Response:
+        prepared = requests.Request(
+            method, url, json=json, params=params, headers=headers, auth=auth
+        ).prepare()
+        try:
+            return wait_for(self._send(prepared, timeout))
+        except aiohttp.ClientConnectionError as e:
+            raise requests.ConnectionError(str(e)) from e
+        except TimeoutError as e:
+            raise requests.Timeout(f"no answer within {timeout} s") from e
+
+    async def _send(
+        self, prepared: requests.PreparedRequest, timeout: float | None
+    ) -> requests.Response:
+        assert prepared.method is not None and prepared.url is not None
+        async with self._session.request(
+            prepared.method,
+            prepared.url,
+            data=prepared.body,
+            headers={
+                k: v if isinstance(v, str) else v.decode() for k, v in prepared.headers.items()
+            },
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        ) as answer:
+            body = await answer.read()
+        response = requests.Response()
+        response.status_code = answer.status
+        response.reason = answer.reason or ""
+        response.headers = CaseInsensitiveDict(answer.headers)
+        response.url = str(answer.url)
+        response._content = body
+        response.encoding = answer.charset or "utf-8"
+        return response
+
+    def close(self) -> None:
+        """Nothing: the session is closed with the client's exit stack."""
+
+
+async def open_http(stack: contextlib.AsyncExitStack) -> BridgedHttp:
+    """An aiohttp session for the HTTP transport, closed with stack."""
+    session = await stack.enter_async_context(aiohttp.ClientSession())
+    return BridgedHttp(session)

@@ -1,6 +1,9 @@
-"""SigV4 request signing for API Gateway's IAM authorization (service ``execute-api``)."""
+"""The HTTP API's request authorization: SigV4 signing for API Gateway's IAM authorization
+(service ``execute-api``), or a bearer token for its JWT authorizer."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import boto3
 import requests
@@ -31,4 +34,17 @@ class SigV4(requests.auth.AuthBase):
             aws_request
         )
         request.headers.update(dict(aws_request.headers.items()))
+        return request
+
+
+class BearerToken(requests.auth.AuthBase):
+    """Sends ``Authorization: Bearer <token>``; token is the token, or a function returning
+    the current one (called for every request, so it may refresh)."""
+
+    def __init__(self, token: str | Callable[[], str]) -> None:
+        self.token = token
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        token = self.token() if callable(self.token) else self.token
+        request.headers["Authorization"] = f"Bearer {token}"
         return request

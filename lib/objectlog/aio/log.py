@@ -8,23 +8,30 @@
 
 It runs the threaded client's own stores and services (clients/direct.py's ObjectLog) on the
 event loop, over aiobotocore (objectlog/concurrency.py says how): every DynamoDB and S3 call is
-awaited on the loop, errors are the same ObjectLogError kinds, the rules the same code.
+awaited on the loop, errors are the same ObjectLogError kinds, the rules the same code. With
+``api_url=`` it runs the HTTP transport (clients/http.py's HttpObjectLog) over aiohttp,
+SigV4-signed or with a bearer token.
 """
 
 from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
-from objectlog.adapters.aio_clients import open_clients
+from objectlog.adapters.aio_clients import open_clients, open_http
+from objectlog.aio.admin import AIOAdminClient
+from objectlog.aio.consumer import AIOConsumer, ConsumerRebalanceListener
 from objectlog.aio.producer import AIOProducer
+from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
+from objectlog.clients.http import HttpObjectLog
 from objectlog.clients.values import Offsets
-from objectlog.clock import Clock
+from objectlog.clock import Clock, SystemClock
 from objectlog.concurrency import bridge
-from objectlog.config import Config
+from objectlog.config import DEFAULT_REGION, Config
+from objectlog.errors import InvalidRequest
 from objectlog.format.topics import Topic, TopicDescription
 from objectlog.services.fetch import DEFAULT_MAX_BYTES, FetchResult
 from objectlog.services.isolation import READ_UNCOMMITTED
@@ -34,17 +41,38 @@ class AIOObjectLog:
     """A connection to one objectlog deployment for asyncio programs. Make it with connect()
     (or ``async with await AIOObjectLog.connect()``); close() releases its HTTP sessions."""
 
-    def __init__(self, log: ObjectLog, stack: contextlib.AsyncExitStack) -> None:
+    def __init__(self, log: LogClient, stack: contextlib.AsyncExitStack) -> None:
         self._log = log
         self._stack = stack
         self._producers: weakref.WeakSet[AIOProducer] = weakref.WeakSet()
+        self._consumers: weakref.WeakSet[AIOConsumer] = weakref.WeakSet()
         self._closed = False
 
     @classmethod
-    async def connect(cls, *, clock: Clock | None = None, **overrides: Any) -> AIOObjectLog:
+    async def connect(
+        cls,
+        api_url: str | None = None,
+        *,
+        clock: Clock | None = None,
+        sign: bool | None = None,
+        token: str | Callable[[], str] | None = None,
+        region: str = DEFAULT_REGION,
+        **overrides: Any,
+    ) -> AIOObjectLog:
         """Connect using the environment, as ObjectLog.connect() does (overrides: Config's
-        fields, e.g. bucket=, table=, prefix=)."""
-        return await cls.from_config(Config.from_env(**overrides), clock=clock)
+        fields, e.g. bucket=, table=, prefix=), or to the HTTP API at api_url: SigV4-signed
+        unless it is on loopback (sign= decides), or with ``token`` (a JWT, or a function
+        returning the current one) for the API's JWT authorizer."""
+        if api_url is None:
+            return await cls.from_config(Config.from_env(**overrides), clock=clock)
+        stack = contextlib.AsyncExitStack()
+        try:
+            http = await open_http(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        log = HttpObjectLog(api_url, sign=sign, region=region, token=token, http=http)
+        return cls(log, stack)
 
     @classmethod
     async def from_config(cls, config: Config, *, clock: Clock | None = None) -> AIOObjectLog:
@@ -60,24 +88,32 @@ class AIOObjectLog:
         return cls(log, stack)
 
     @property
-    def config(self) -> Config:
-        return self._log.config
-
-    @property
     def clock(self) -> Clock:
-        return self._log.clock
+        clock: Clock | None = getattr(self._log, "clock", None)
+        return clock or SystemClock()
 
     async def ensure_resources(self) -> None:
         """Create the bucket and table if missing (the embedded stack; Terraform on AWS)."""
-        await bridge(self._log.ensure_resources)
+        await bridge(self.direct().ensure_resources)
+
+    def direct(self) -> ObjectLog:
+        """The S3 and DynamoDB client under this one; InvalidRequest over the HTTP API."""
+        if not isinstance(self._log, ObjectLog):
+            raise InvalidRequest(
+                "this call works on the bucket and table directly, not over the HTTP API: "
+                "connect without api_url"
+            )
+        return self._log
 
     async def close(self) -> None:
-        """Stop the producers still running, then release the connections."""
+        """Stop the producers and consumers still running, then release the connections."""
         if self._closed:
             return
         self._closed = True
         for producer in list(self._producers):
             await producer.stop()
+        for consumer in list(self._consumers):
+            await consumer.stop()
         await bridge(self._log.close)
         await self._stack.aclose()
 
@@ -156,8 +192,24 @@ class AIOObjectLog:
         self._producers.add(producer)
         return producer
 
+    def consumer(
+        self,
+        *topics: str,
+        group_id: str | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+        **options: Any,
+    ) -> AIOConsumer:
+        """An AIOConsumer on this log (start it, or use it with ``async with``)."""
+        consumer = AIOConsumer(self, *topics, group_id=group_id, listener=listener, **options)
+        self._consumers.add(consumer)
+        return consumer
+
+    def admin(self) -> AIOAdminClient:
+        """Consumer groups and ACLs (topics, configs and offsets are this object's calls)."""
+        return AIOAdminClient(self)
+
     @property
-    def sync_log(self) -> ObjectLog:
+    def sync_log(self) -> LogClient:
         """The ObjectLog this client runs on the loop: its methods may only be called through
         objectlog.concurrency.bridge (anywhere else they raise RuntimeError)."""
         return self._log

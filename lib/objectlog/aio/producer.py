@@ -31,8 +31,8 @@ from typing import Protocol, Self
 
 import pyarrow as pa
 
+from objectlog.clients.contract import LogClient
 from objectlog.clients.delivery import Delivery, PreparedDelivery, settle_records
-from objectlog.clients.direct import ObjectLog
 from objectlog.clients.flushing import (
     BatchAppender,
     Sequences,
@@ -62,7 +62,7 @@ class AIOProducerHost(Protocol):
     def clock(self) -> Clock: ...
 
     @property
-    def sync_log(self) -> ObjectLog: ...
+    def sync_log(self) -> LogClient: ...
 
 
 logger = logging.getLogger(__name__)

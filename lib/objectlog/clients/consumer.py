@@ -18,10 +18,12 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from objectlog import concurrency
 from objectlog.clients.arguments import check_isolation_level
 from objectlog.clients.consumer_state import ConsumerState
 from objectlog.clients.fetch_ahead import FetchAhead, FetchFailed, first_rows, rows_within
 from objectlog.clients.values import ConsumerGroupMetadata, Offsets
+from objectlog.concurrency import RLock
 from objectlog.errors import (
     InvalidRequest,
     ObjectLogError,
@@ -234,6 +236,9 @@ class Consumer:
         )
         self.isolation_level = isolation_level
         self._closed = False
+        # Held by a poll's group upkeep and take, a commit and close: the asyncio client runs
+        # them concurrently (a commit while a poll waits); a rebalance callback may commit.
+        self._state_lock = RLock()
         if topics is not None:
             self.subscribe(topics)
 
@@ -328,8 +333,9 @@ class Consumer:
         deadline = time.monotonic() + max(0.0, timeout)
         backoff = POLL_BACKOFF_START_S
         while True:
-            self._maintain()
-            taken = self._take(limit, max_bytes)
+            with self._state_lock:
+                self._maintain()
+                taken = self._take(limit, max_bytes)
             now = time.monotonic()
             if taken or now >= deadline:
                 return taken
@@ -405,7 +411,7 @@ class Consumer:
                     f"{tp.topic}/{tp.partition}: a transaction still holds the committed "
                     f"offset of group {self.group!r} pending after {timeout} s"
                 )
-            time.sleep(UNSTABLE_RETRY_S)
+            concurrency.sleep(UNSTABLE_RETRY_S)
             self._ensure_positions([tp])
         return self._positions[tp]
 
@@ -492,7 +498,11 @@ class Consumer:
         self._check_open()
         if self.group is None:
             raise InvalidRequest("commit needs a group", field="group")
-        wanted = self._current_positions() if offsets is None else dict(offsets)
+        with self._state_lock:
+            self._commit(self._current_positions() if offsets is None else dict(offsets))
+
+    def _commit(self, wanted: dict[TopicPartition, OffsetAndMetadata | int]) -> None:
+        assert self.group is not None
         if not wanted:
             return
         try:
@@ -533,7 +543,7 @@ class Consumer:
         self._next_auto_commit = time.monotonic() + self.auto_commit_interval_s
         if changed:
             try:
-                self.commit(changed)
+                self._commit(changed)
             except ObjectLogError as e:  # fenced or unavailable: the next owner re-reads them
                 logger.warning("auto-commit of group %s failed: %s", self.group, e)
 
@@ -685,10 +695,11 @@ class Consumer:
         if self._closed:
             return
         try:
-            if self._membership is not None:
-                self._leave()
-            elif self.enable_auto_commit and self._owned:
-                self._auto_commit()
+            with self._state_lock:  # after a commit or poll in flight (the asyncio client)
+                if self._membership is not None:
+                    self._leave()
+                elif self.enable_auto_commit and self._owned:
+                    self._auto_commit()
         finally:
             self._closed = True
             self._ahead.close()

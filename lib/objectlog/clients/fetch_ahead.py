@@ -1,5 +1,6 @@
 """A consumer's fetch-ahead: the next records of its partitions are fetched on a background
-thread while the application processes the last poll's, as Kafka clients prefetch.
+thread (for the asyncio client, a task on its loop: objectlog.concurrency) while the
+application processes the last poll's, as Kafka clients prefetch.
 
 Per partition a buffer holds fetched results in offset order, starting at the consumer's
 position. The consumer names the partitions it reads and their positions before each poll
@@ -27,7 +28,6 @@ the process's consumers) or its fallback read is due, not every wait.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +37,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from objectlog import concurrency
+from objectlog.concurrency import Background, Condition
 from objectlog.groups import TopicPartition
 from objectlog.services.activity import End, TopicActivity
 from objectlog.services.fetch import FetchRequest, FetchResult
@@ -93,8 +95,8 @@ class FetchAhead:
         self._tail_waits = (tail_wait_s * TAIL_RETRY_FIRST, tail_wait_s)
         self._buffers: dict[TopicPartition, _Buffer] = {}
         self._failure: FetchFailed | None = None
-        self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._changed = Condition()
+        self._thread: Background | None = None
         self._closed = False
 
     # ---- the consumer's side -------------------------------------------------------------
@@ -112,10 +114,7 @@ class FetchAhead:
                         position=position, next_offset=position, backoff=self._tail_waits[0]
                     )
             if self._background and positions and self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="objectlog-fetch-ahead", daemon=True
-                )
-                self._thread.start()
+                self._thread = Background(self._run, "objectlog-fetch-ahead")
             self._changed.notify_all()
 
     def fill(self) -> None:
@@ -187,7 +186,7 @@ class FetchAhead:
         if timeout_s <= 0:
             return
         if not self._background:
-            time.sleep(timeout_s)
+            concurrency.sleep(timeout_s)
             return
         with self._changed:
             self._changed.wait(timeout_s)
@@ -207,7 +206,7 @@ class FetchAhead:
             self._closed = True
             self._buffers.clear()
             self._changed.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        if self._thread is not None:
             self._thread.join(timeout=30)
 
     # ---- the fetching side ---------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import itertools
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -136,10 +136,17 @@ class HttpObjectLog:
     """The LogClient contract over the objectlog HTTP API."""
 
     def __init__(
-        self, api_url: str, *, sign: bool | None = None, region: str = DEFAULT_REGION
+        self,
+        api_url: str,
+        *,
+        sign: bool | None = None,
+        region: str = DEFAULT_REGION,
+        token: str | Callable[[], str] | None = None,
+        http: Any = None,
     ) -> None:
+        """SigV4-signed off loopback (sign= decides), or with a bearer token (ApiSession)."""
         self.api_url = api_url
-        self.api = ApiSession(api_url, sign=sign, region=region)
+        self.api = ApiSession(api_url, sign=sign, region=region, token=token, http=http)
         self._topics = TopicCache(lambda name: self.describe_topic(name).topic)
         self.groups = HttpGroups(self.api)
 

@@ -3,15 +3,14 @@ library's typed errors rebuilt from the API's JSON error bodies."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 
-from objectlog import errors
-from objectlog.adapters.sigv4 import SigV4
+from objectlog import concurrency, errors
+from objectlog.adapters.sigv4 import BearerToken, SigV4
 from objectlog.config import DEFAULT_REGION
 from objectlog.errors import ObjectLogError, StorageUnavailable, UnknownOutcome
 
@@ -64,17 +63,25 @@ class ApiSession:
         sign: bool | None = None,
         region: str = DEFAULT_REGION,
         timeout_s: float = 30.0,
+        token: str | Callable[[], str] | None = None,
+        http: Any = None,
     ) -> None:
+        """Requests are SigV4-signed unless the API is on loopback (or sign= says), or carry
+        ``token`` as a bearer token (the JWT authorizer). ``http``: what sends them, as
+        requests.Session.request does (the asyncio client's aiohttp session)."""
         self.base = api_url.rstrip("/")
-        self.http = requests.Session()
+        self.http = http if http is not None else requests.Session()
         self.timeout_s = timeout_s
         host = urlsplit(self.base).hostname or ""
-        if (
+        self.auth: requests.auth.AuthBase | None = None
+        if token is not None:
+            self.auth = BearerToken(token)
+        elif (
             sign
             if sign is not None
             else not (host.startswith("127.") or host in ("localhost", "::1"))
         ):
-            self.http.auth = SigV4(region)
+            self.auth = SigV4(region)
 
     def request(
         self,
@@ -98,6 +105,7 @@ class ApiSession:
                     params=params,
                     headers=headers,
                     timeout=self.timeout_s,
+                    auth=self.auth,
                 )
             except requests.ConnectionError as e:
                 last = StorageUnavailable(f"{method} {path}: cannot connect: {e}")
@@ -111,7 +119,7 @@ class ApiSession:
                 last = error_from(response)
                 if response.status_code < 500:
                     raise last
-            time.sleep(BACKOFF_S * 2**attempt)
+            concurrency.sleep(BACKOFF_S * 2**attempt)
         if method != "GET" and isinstance(last, StorageUnavailable) and safe:
             last = UnknownOutcome(
                 f"{method} {path}: no answer after {ATTEMPTS} attempts: {last.message}"
