@@ -139,8 +139,9 @@ SPARK_3.5 := 3.5.8
 test-aio: install
 	$(BIN)/python -m pytest -n 2 -p no:cacheprovider tests/unit/test_concurrency.py \
 		tests/functional/test_aio_producer.py tests/functional/test_aio_consumer.py \
-		tests/functional/test_aio_admin.py tests/functional/test_gateway_auth.py tests/contract \
-		-k "aio or asyncio or concurrency or bearer"
+		tests/functional/test_aio_admin.py tests/functional/test_aio_transactions.py \
+		tests/functional/test_gateway_auth.py tests/contract \
+		-k "aio or asyncio or concurrency or bearer or pipeline or fences"
 
 test-spark: install prereqs
 	$(BIN)/python -m pytest -p no:cacheprovider $(SPARK_TESTS)

@@ -36,7 +36,7 @@ ALLOWED_EXTRAS: dict[str, tuple[str, ...]] = {
     "objectlog.adapters.aio_clients": ("aio",),
     "objectlog.kafka": ("agent",),
     "objectlog.schemas": ("schemas",),
-    "objectlog.tools": ("cli", "server", "agent", "kafka-clients"),
+    "objectlog.tools": ("cli", "server", "agent", "kafka-clients", "aio"),
 }
 TOOLING_ONLY = {"click", "rich"}  # distributions no runtime module may import
 

@@ -24,6 +24,7 @@ from objectlog.adapters.aio_clients import open_clients, open_http
 from objectlog.aio.admin import AIOAdminClient
 from objectlog.aio.consumer import AIOConsumer, ConsumerRebalanceListener
 from objectlog.aio.producer import AIOProducer
+from objectlog.aio.transactional import AIOTransactionalProducer
 from objectlog.clients.contract import LogClient
 from objectlog.clients.direct import ObjectLog
 from objectlog.clients.http import HttpObjectLog
@@ -187,8 +188,13 @@ class AIOObjectLog:
     # ---- clients -----------------------------------------------------------------------
 
     def producer(self, **options: Any) -> AIOProducer:
-        """An AIOProducer on this log (start it, or use it with ``async with``)."""
-        producer = AIOProducer(self, **options)
+        """An AIOProducer on this log (start it, or use it with ``async with``); with
+        transactional_id=, an AIOTransactionalProducer."""
+        producer = (
+            AIOTransactionalProducer(self, **options)
+            if "transactional_id" in options
+            else AIOProducer(self, **options)
+        )
         self._producers.add(producer)
         return producer
 

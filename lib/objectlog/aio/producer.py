@@ -52,7 +52,7 @@ from objectlog.errors import ObjectLogError, ProducerClosed, StorageUnavailable,
 from objectlog.format.partitioner import StickyPartitioner
 from objectlog.format.records import HeadersInput, RecordMetadata
 from objectlog.format.topics import validate_topic_name
-from objectlog.services.append import AppendStats
+from objectlog.services.append import AppendOutcome, AppendStats, StagedFlush
 
 
 class AIOProducerHost(Protocol):
@@ -224,7 +224,7 @@ class AIOProducer:
         """Produce a pyarrow Table of records at once (Producer.send_table's columns and
         rules); encoding runs on a worker thread."""
         self._require_running()
-        assert self._appender is not None and self._sequences is not None
+        assert self._appender is not None
         staged = await bridge(
             stage_table,
             self._host,
@@ -236,7 +236,7 @@ class AIOProducer:
             partition,
         )
         async with self._commit_lock:
-            outcomes = await bridge(self._sequences.commit, staged.staged, self.producer_id)
+            outcomes = await bridge(self._commit, staged.staged)
         return table_result(staged, outcomes)
 
     async def flush(self, timeout: float | None = None) -> None:
@@ -349,16 +349,13 @@ class AIOProducer:
 
     async def _commit_loop(self) -> None:
         """Commit staged batches in order and settle them."""
-        assert self._sequences is not None
         while (item := await self._staged.get()) is not None:
             batch, prepared = item
             try:
                 if prepared is not None:
                     async with self._commit_lock:
                         batch.committing = True
-                        outcomes = await bridge(
-                            self._sequences.commit, prepared.staged, self.producer_id
-                        )
+                        outcomes = await bridge(self._commit, prepared.staged)
                     for outcome, positions in zip(outcomes, prepared.positions, strict=True):
                         settle_records(batch.delivery, outcome, positions)
             except asyncio.CancelledError:
@@ -367,6 +364,11 @@ class AIOProducer:
             except Exception as e:  # never let the committer die silently
                 fail_delivery(batch.delivery, e)
             self._settle(batch)
+
+    def _commit(self, staged: StagedFlush) -> list[AppendOutcome]:
+        """Assign sequences and commit (bridged, one flush at a time: the commit lock)."""
+        assert self._sequences is not None
+        return self._sequences.commit(staged, self.producer_id)
 
     # ---- settling ----------------------------------------------------------------------
 
@@ -395,12 +397,16 @@ class AIOProducer:
         if failed is not None:
             failures = len(delivery.errors)
             logger.warning("%d of %d record(s) failed: %s", failures, delivery.count, failed)
+        self._settled(delivery.errors)
         self._unsettled.discard(batch)
         if self._sending is batch:
             self._sending = None  # settled: flush() has nothing to wait for
         if batch.done is not None and not batch.done.done():
             batch.done.set_result(None)
         self._room.set()
+
+    def _settled(self, errors: dict[int, ObjectLogError]) -> None:
+        """A batch settled with these records' errors (the transactional producer's hook)."""
 
     def _abandon(self, batch: _Batch) -> None:
         """Settle a batch the producer's teardown left behind, never as written."""

@@ -3,7 +3,7 @@
 A fetch reads whole slices (ranged GETs issued concurrently across segments and partitions;
 slices side by side in one object share a GET), turns L0 positions into absolute offsets and
 trims to the caller's limits. An object that disappeared because a compaction swap replaced it
-is re-resolved through the head.
+is re-resolved through the head. The asyncio client decodes off its loop (concurrency.offload).
 """
 
 from __future__ import annotations
@@ -376,7 +376,7 @@ class Reader:
         return object_key(self.prefix, ref.level, ref.object_id), ref.start, ref.length
 
     def _decode(self, placed: PlacedRef, data: bytes | memoryview) -> pa.Table:
-        return decode_ref(placed, data, self.footers, self.prefix)
+        return concurrency.offload(decode_ref, placed, data, self.footers, self.prefix)
 
     def _load_footers(
         self, placed_refs: Sequence[PlacedRef]
