@@ -79,13 +79,26 @@ def aio_clients(config: Config) -> Iterator[tuple[asyncio.AbstractEventLoop, Any
         loop.close()
 
 
+_SHARED: dict[str, tuple[asyncio.AbstractEventLoop, Any, Any]] = {}
+
+
+def shared_aio_clients(
+    request: pytest.FixtureRequest,
+) -> tuple[asyncio.AbstractEventLoop, Any, Any]:
+    """One loop thread with its clients for the whole session's contract tests (each test's
+    own costs about 0.1 s): (loop, s3, dynamodb), closed when the session ends."""
+    endpoint = request.getfixturevalue("aws_endpoint")
+    if endpoint not in _SHARED:
+        clients = aio_clients(Config.from_env())
+        _SHARED[endpoint] = clients.__enter__()
+        request.session.config.add_cleanup(lambda: clients.__exit__(None, None, None))
+    return _SHARED[endpoint]
+
+
 def aio_items(request: pytest.FixtureRequest, table: str) -> tuple[ItemStores, ItemStores]:
     """(the stores as a test calls them, the stores themselves) on a new table, over the
-    asyncio client's DynamoDB client; closed with the test."""
-    request.getfixturevalue("aws_endpoint")
-    clients = aio_clients(Config.from_env())
-    loop, _, dynamodb = clients.__enter__()
-    request.addfinalizer(lambda: clients.__exit__(None, None, None))
+    asyncio client's DynamoDB client."""
+    loop, _, dynamodb = shared_aio_clients(request)
     assert isinstance(dynamodb, BridgedClient)
     items = ItemStores.dynamodb(dynamodb, table)
     bridged = ItemStores(*(OnLoop(getattr(items, f.name), loop) for f in fields(items)))

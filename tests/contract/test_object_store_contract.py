@@ -16,7 +16,7 @@ from objectlog.stores.local import LocalObjectStore
 from objectlog.stores.objects import MemoryObjectStore, ObjectStore
 from objectlog.stores.s3 import S3ObjectStore
 from objectlog.tools.verify.faults import FaultInjector
-from tests.aio_stores import OnLoop, aio_clients
+from tests.aio_stores import OnLoop, shared_aio_clients
 
 
 @pytest.fixture(params=["memory", "local", "s3", "s3-aio"])
@@ -28,10 +28,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStor
     elif request.param == "s3-aio":
         request.getfixturevalue("aws_endpoint")
         config = Config.from_env(bucket=f"contract-{uuid.uuid4().hex[:12]}")
-        with aio_clients(config) as (loop, s3_client, _):
-            bridged = OnLoop(S3ObjectStore(s3_client, config.bucket), loop)
-            bridged.ensure_bucket(config.region)
-            yield bridged
+        loop, s3_client, _ = shared_aio_clients(request)
+        bridged = OnLoop(S3ObjectStore(s3_client, config.bucket), loop)
+        bridged.ensure_bucket(config.region)
+        yield bridged
     else:
         request.getfixturevalue("aws_endpoint")
         config = Config.from_env(bucket=f"contract-{uuid.uuid4().hex[:12]}")

@@ -14,6 +14,7 @@ from objectlog import ObjectLog
 from objectlog.config import Config
 from objectlog.telemetry import SERVICE
 from objectlog.tools.cli import main
+from objectlog.tools.verify.aio_members import AIO_MEMBER, AIO_PRODUCER
 from objectlog.tools.verify.bad_input import CORPUS, TOPIC, run_corpus
 from objectlog.tools.verify.checker import FinalState, check
 from objectlog.tools.verify.history import (
@@ -60,6 +61,13 @@ def test_a_short_workload_with_every_fault_has_no_anomaly(aws_endpoint: str) -> 
     if OPS >= SHORT_OPS:  # a shorter run (the emulators') may end before the third
         assert told[ABORTED] > 0 and told["crashed"] > 0, told
     assert result.history.stable  # the output topic's last stable offsets were sampled
+    # the asyncio members took part: the producer's sends were told and checked, and members
+    # of the shared group read, committed, and crashed or left
+    assert result.outcomes[(AIO_PRODUCER, OK)] > 0, result.outcomes
+    aio_polls = [p for p in result.history.polls if p.member.startswith(f"{AIO_MEMBER}:")]
+    assert sum(len(p.records) for p in aio_polls) > 0
+    events = result.history.events
+    assert events["aio member left"] + events["aio member crashed"] > 0, events
     assert result.verdict.ok, failure(result)
 
 
@@ -162,6 +170,7 @@ def test_the_verify_command_prints_its_table_and_exits_by_verdict() -> None:
     assert not [line for line in result.output.splitlines() if line.startswith('{"_aws"')]
     assert "verdict" in result.output and "PASS" in result.output
     assert "anomalies" in result.output and "faults injected" in result.output
+    assert AIO_PRODUCER in result.output and "of which asyncio members" in result.output
     bad = runner.invoke(main, ["verify", "--faults", "gremlins"])
     assert bad.exit_code == 2 and "unknown fault kinds" in bad.output
 

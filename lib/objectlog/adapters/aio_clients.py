@@ -98,19 +98,25 @@ class _BridgedWaiter:
         wait_for(self._waiter.wait(**kwargs))
 
 
+_SESSIONS: dict[tuple[tuple[str, Any], ...], AioSession] = {}
+
+
 def aio_session(config: Config) -> AioSession:
-    """An aiobotocore session with the threaded client's credentials (session_kwargs)."""
-    session = get_session()
+    """An aiobotocore session with the threaded client's credentials (session_kwargs), one per
+    set of settings: a session's loader caches the service models its clients are built from
+    (about half a second each, the first time)."""
     kwargs = session_kwargs(config)
-    if "aws_access_key_id" in kwargs:
-        session.set_credentials(
-            kwargs["aws_access_key_id"],
-            kwargs["aws_secret_access_key"],
-            kwargs.get("aws_session_token"),
-        )
-    if kwargs.get("profile_name"):
-        session.set_config_variable("profile", kwargs["profile_name"])
-    session.set_config_variable("region", config.region)
+    key = tuple(sorted(kwargs.items()))
+    session = _SESSIONS.get(key)
+    if session is None:
+        session = _SESSIONS[key] = get_session()
+        if "aws_access_key_id" in kwargs:
+            session.set_credentials(
+                kwargs["aws_access_key_id"],
+                kwargs["aws_secret_access_key"],
+                kwargs.get("aws_session_token"),
+            )
+        session.set_config_variable("region", config.region)
     return session
 
 

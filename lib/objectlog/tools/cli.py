@@ -1095,7 +1095,7 @@ def verify(
 ) -> None:
     """Run the Jepsen-style workload on an embedded stack and check its history, then the
     Schema Registry's; exit 1 on any anomaly."""
-    require("server", "lambda", "agent", "kafka-clients", what="objectlog verify")
+    require("server", "lambda", "agent", "kafka-clients", "aio", what="objectlog verify")
     from dataclasses import replace
 
     from rich.console import Console

@@ -15,6 +15,13 @@ Faults are botocore event handlers, so they take the code path a real AWS failur
 - ``delay``: slows calls down, to widen race windows;
 - ``watch``: injects nothing and only counts calls.
 
+The clients may be botocore's or aiobotocore's (the asyncio client's, under
+adapters.aio_clients.BridgedClient): on the latter a canned answer is aiobotocore's response
+type, and a fault that waits (slow, delay, pause, a send of its own) is a coroutine the client
+awaits, so it holds that call only and never the event loop. A call's parameters pass from
+before-parameter-build to before-send in a ContextVar: each thread, and each asyncio task, has
+its own.
+
 Every fault applies to a share of the calls it matches (drawn from one seeded random.Random),
 can be limited to ``times`` injections and to calls whose parameters pass ``when``, can be
 switched off and on, and is counted: ``FaultInjector.counts`` by name, ``Fault.injected`` each.
@@ -22,11 +29,14 @@ switched off and on, and is counted: ``FaultInjector.counts`` by name, ``Fault.i
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +62,9 @@ DYNAMODB_INTERNAL_ERROR = (
     b'{"__type":"com.amazon.coral.service#InternalServerError","message":"Internal server error"}'
 )
 _PARAMS = "objectlog_fault_params"
+# A call's parameters, from before-parameter-build to before-send (which gets no context): a
+# call stays on its thread, or in its asyncio task, and each has its own context.
+_CALL_PARAMS: ContextVar[Params | None] = ContextVar(_PARAMS, default=None)
 
 
 class InjectedCrash(botocore.exceptions.BotoCoreError):
@@ -120,9 +133,39 @@ class _Body:
         yield self.data
 
 
-def canned(status: int, body: bytes, content_type: str) -> AWSResponse:
+class _AioBody:
+    """A response body aiobotocore can read."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    async def read(self, *_: Any) -> bytes:
+        return self.data
+
+
+def canned(status: int, body: bytes, content_type: str, *, aio: bool = False) -> AWSResponse:
+    """An answer for before-send to return: aiobotocore's type for an aiobotocore client."""
     headers: Any = {"Content-Type": content_type, "Content-Length": str(len(body))}
+    if aio:
+        from aiobotocore.awsrequest import AioAWSResponse  # the aio extra's
+
+        return AioAWSResponse("http://injected.fault", status, headers, _AioBody(body))
     return AWSResponse("http://injected.fault", status, headers, _Body(body))
+
+
+def is_aio(client: Any) -> bool:
+    """Whether client is aiobotocore's (its event handlers may be coroutines): its endpoint
+    sends with a coroutine."""
+    return inspect.iscoroutinefunction(client._endpoint.http_session.send)
+
+
+def _waited(client: Any, seconds: float) -> Coroutine[Any, Any, None] | None:
+    """Wait seconds in a handler: blocking the calling thread, or, for an aiobotocore client,
+    as a coroutine its caller awaits (the loop runs on meanwhile)."""
+    if is_aio(client):
+        return asyncio.sleep(seconds)
+    time.sleep(seconds)
+    return None
 
 
 # ---- faults ------------------------------------------------------------------------------
@@ -170,7 +213,6 @@ class FaultInjector:
         self.faults: list[Fault] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._local = threading.local()
         self._registered: list[tuple[Any, str, Callable[..., Any]]] = []
         self._param_hooks: set[tuple[int, str]] = set()
 
@@ -224,10 +266,11 @@ class FaultInjector:
             raise ValueError(f"no {name} response for {service}")
         status, body, content_type = responses[service]
         fault = self._add(Fault(f"{name}:{operation}", share, times, when), client, operation)
+        aio = is_aio(client)
 
         def handler(**_: Any) -> AWSResponse | None:
-            if self._fire(fault, self._thread_params()):
-                return canned(status, body, content_type)
+            if self._fire(fault, _CALL_PARAMS.get()):
+                return canned(status, body, content_type, aio=aio)
             return None
 
         self._register(client, f"before-send.{service}.{operation}", handler)
@@ -269,15 +312,23 @@ class FaultInjector:
         )
         endpoint = client._endpoint
 
-        def handler(request: Any, **_: Any) -> AWSResponse | None:
-            if not _first_attempt(request) or not self._fire(fault, self._thread_params()):
-                return None
-            response: AWSResponse = endpoint.http_session.send(request)
+        def lost(request: Any, response: AWSResponse) -> AWSResponse:
             if response.status_code >= 300:
                 return response  # not applied: botocore sees the real answer
             raise botocore.exceptions.ReadTimeoutError(endpoint_url=request.url)
 
-        self._register(client, f"before-send.{_service(client)}.{operation}", handler)
+        def handler(request: Any, **_: Any) -> AWSResponse | None:
+            if not _first_attempt(request) or not self._fire(fault, _CALL_PARAMS.get()):
+                return None
+            return lost(request, endpoint.http_session.send(request))
+
+        async def aio_handler(request: Any, **_: Any) -> AWSResponse | None:
+            if not _first_attempt(request) or not self._fire(fault, _CALL_PARAMS.get()):
+                return None
+            return lost(request, await endpoint.http_session.send(request))
+
+        event = f"before-send.{_service(client)}.{operation}"
+        self._register(client, event, aio_handler if is_aio(client) else handler)
         return fault
 
     def slow_answer(
@@ -294,12 +345,21 @@ class FaultInjector:
         waits ``seconds`` and then gets a read timeout."""
         fault = self._add(Fault(f"slow:{operation}", share, times, when), client, operation)
 
+        def timed_out() -> None:
+            raise botocore.exceptions.ReadTimeoutError(endpoint_url="http://injected.slow")
+
         def handler(context: dict[str, Any], **_: Any) -> None:
             if self._fire(fault, context.get(_PARAMS, {})):
                 time.sleep(seconds)
-                raise botocore.exceptions.ReadTimeoutError(endpoint_url="http://injected.slow")
+                timed_out()
 
-        self._register(client, f"after-call.{_service(client)}.{operation}", handler)
+        async def aio_handler(context: dict[str, Any], **_: Any) -> None:
+            if self._fire(fault, context.get(_PARAMS, {})):
+                await asyncio.sleep(seconds)
+                timed_out()
+
+        event = f"after-call.{_service(client)}.{operation}"
+        self._register(client, event, aio_handler if is_aio(client) else handler)
         return fault
 
     def crash_before(
@@ -345,7 +405,14 @@ class FaultInjector:
                 pause.reached.set()
                 pause.released.wait(pause.hold_s)
 
-        self._register(client, f"{stage}.{_service(client)}.{operation}", handler)
+        async def aio_handler(context: dict[str, Any], **_: Any) -> None:
+            # the wait on a worker thread: it holds this call, never the event loop
+            if self._fire(pause, context.get(_PARAMS, {})):
+                pause.reached.set()
+                await asyncio.to_thread(pause.released.wait, pause.hold_s)
+
+        event = f"{stage}.{_service(client)}.{operation}"
+        self._register(client, event, aio_handler if is_aio(client) else handler)
         return pause
 
     def delay(
@@ -358,12 +425,14 @@ class FaultInjector:
         times: int | None = None,
         when: Predicate | None = None,
     ) -> Fault:
-        """Sleep before sending: it blocks the calling thread."""
+        """Sleep before sending: it blocks the calling thread (an aiobotocore client's call
+        awaits it)."""
         fault = self._add(Fault(f"delay:{operation}", share, times, when), client, operation)
 
-        def handler(**_: Any) -> None:
-            if self._fire(fault, self._thread_params()):
-                time.sleep(seconds)
+        def handler(**_: Any) -> Coroutine[Any, Any, None] | None:
+            if self._fire(fault, _CALL_PARAMS.get()):
+                return _waited(client, seconds)
+            return None
 
         self._register(client, f"before-send.{_service(client)}.{operation}", handler)
         return fault
@@ -429,12 +498,9 @@ class FaultInjector:
 
         def handler(params: Params, context: dict[str, Any], **_: Any) -> None:
             context[_PARAMS] = params
-            self._local.params = params  # before-send gets no context; a call stays on its thread
+            _CALL_PARAMS.set(params)  # before-send gets no context
 
         self._register(client, f"before-parameter-build.{_service(client)}.{operation}", handler)
-
-    def _thread_params(self) -> Params | None:
-        return getattr(self._local, "params", None)
 
     def _register(self, client: Any, event_name: str, handler: Callable[..., Any]) -> None:
         client.meta.events.register(event_name, handler)

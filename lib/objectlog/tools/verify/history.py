@@ -7,7 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from objectlog.clients.producer import RecordFuture
-from objectlog.errors import ErrorKind
+from objectlog.errors import ErrorKind, ObjectLogError
+from objectlog.format.records import RecordMetadata
 
 OK = "ok"
 FAILED = "failed"  # the client was told nothing was stored
@@ -38,10 +39,25 @@ class Produce:
     ) -> Produce:
         """What the client was told about a send to partition: a RecordFuture's outcome."""
         error = future.exception(timeout=timeout)
+        metadata = future.result(timeout=timeout) if error is None else None
+        return cls.told(client, partition, value, metadata, error)
+
+    @classmethod
+    def told(
+        cls,
+        client: str,
+        partition: int,
+        value: bytes,
+        metadata: RecordMetadata | None,
+        error: BaseException | None,
+    ) -> Produce:
+        """A send to partition that was acknowledged with metadata, or refused with error
+        (an ObjectLogError of kind UNKNOWN_OUTCOME: it may have landed)."""
         if error is None:
-            metadata = future.result(timeout=timeout)
+            assert metadata is not None
             return cls(client, metadata.partition, value, OK, metadata.offset, None, partition)
-        outcome = UNKNOWN if error.kind is ErrorKind.UNKNOWN_OUTCOME else FAILED
+        unknown = isinstance(error, ObjectLogError) and error.kind is ErrorKind.UNKNOWN_OUTCOME
+        outcome = UNKNOWN if unknown else FAILED
         return cls(client, partition, value, outcome, None, type(error).__name__, partition)
 
 

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from objectlog.tools.verify.aio_members import AIO_MEMBER
 from objectlog.tools.verify.checker import ANOMALIES
 from objectlog.tools.verify.history import ABORTED, COMMITTED, UNKNOWN
 from objectlog.tools.verify.workload import (
@@ -36,6 +37,11 @@ def render(result: WorkloadResult, console: Console) -> None:
         polls = [p for p in result.history.polls if p.group == group]
         records = str(sum(len(p.records) for p in polls))
         operations.add_row(f"{label} (polls / records)", str(len(polls)), "", "", records)
+        if not group:  # the asyncio members among the group's (tools.verify.aio_members)
+            aio = [p for p in polls if p.member.startswith(f"{AIO_MEMBER}:")]
+            aio_records = str(sum(len(p.records) for p in aio))
+            label = "  of which asyncio members (polls / records)"
+            operations.add_row(label, str(len(aio)), "", "", aio_records)
     txns = result.history.txns
     if txns:
         told = [

@@ -13,6 +13,9 @@ bounded number of produce operations or seconds, concurrently:
   members, classic protocol, through the Kafka agent, doing the same; and a third of REST Proxy
   consumer instances through the HTTP API (/kafka/consumers), which crash by going idle until
   the instance times out;
+- asyncio members (tools.verify.aio_members), on an event loop of their own: an idempotent
+  AIOProducer sending keyed records, and AIOConsumer members of the same group as the
+  threaded members, which crash (their task cancelled) or stop and start again;
 - two compactors with skewed clocks, compacting and collecting garbage in a loop;
 - a consume-transform-produce member (txn_pipeline): a read_committed group member of the
   workload's topic and a transactional producer, through the Kafka agent, writing one output
@@ -51,6 +54,7 @@ from objectlog.config import Config
 from objectlog.errors import CommitFailed, ObjectLogError
 from objectlog.groups import TopicPartition
 from objectlog.tools.gateway import LocalGateway, local_api
+from objectlog.tools.verify.aio_members import AIOMembers, Plan
 from objectlog.tools.verify.kafka_trail import MEMBER_LOG, KafkaClientTrail
 from objectlog.tools.verify.threads import guarded_thread
 from objectlog.tools.verify.txn_pipeline import (
@@ -110,6 +114,8 @@ class WorkloadConfig:
     rest_members: int = 1
     txn_members: int = 1  # consume-transform-produce members (txn_pipeline)
     txn_partitions: int = 3  # of their output topic
+    aio_producers: int = 1  # asyncio producers (aio_members), idempotent
+    aio_members: int = 1  # asyncio members of the group, beside the threaded ones
     seed: int = 0
     faults: frozenset[str] = frozenset(FAULT_KINDS)
     share: float = 0.05  # of matching calls, per fault kind
@@ -188,7 +194,12 @@ class Workload:
         self.errors: list[BaseException] = []
         self.sent = 0
         self._sent_lock = threading.Lock()
-        sizes = (config.members, config.kafka_members, config.rest_members, config.txn_members)
+        sizes = (
+            config.members + config.aio_members,
+            config.kafka_members,
+            config.rest_members,
+            config.txn_members,
+        )
         self.groups = tuple(g for g, size in zip(GROUPS, sizes, strict=True) if size)
 
     # ---- the run -----------------------------------------------------------------------
@@ -244,6 +255,9 @@ class Workload:
             for i in range(self.config.rest_members)
         ]
         members += [self._thread(self._transform, i, kafka) for i in range(self.config.txn_members)]
+        aio = self._aio_members()
+        if aio is not None:
+            members.append(self._thread(aio.run))
         monitor = self._thread(self._monitor)
         deadline = started + self.config.seconds
         while self.sent < self.config.ops and time.monotonic() < deadline and not self.errors:
@@ -251,6 +265,8 @@ class Workload:
         self.stop_producing.set()
         for thread in producers:
             thread.join()
+        if aio is not None:
+            aio.produced.wait()
         # The compactors end their last round (up to 8 s: a paused swap holds twice the lease)
         # while the groups drain; both are done before the final read.
         self.stop_compacting.set()
@@ -262,19 +278,41 @@ class Workload:
     def _thread(self, target: Callable[..., None], *args: Any) -> threading.Thread:
         return guarded_thread(self.errors, f"verify-{target.__name__}", target, *args)
 
+    def _aio_members(self) -> AIOMembers | None:
+        config = self.config
+        if not config.aio_producers and not config.aio_members:
+            return None
+        plan = Plan(
+            TOPIC,
+            GROUP,
+            config.partitions,
+            config.aio_producers,
+            config.aio_members,
+            config.seed,
+            config.session_timeout_ms,
+            DRAIN_READ_SCALE,
+        )
+        return AIOMembers(self, plan)
+
+    def add_sent(self, n: int) -> None:
+        with self._sent_lock:
+            self.sent += n
+
     # ---- logs and faults ---------------------------------------------------------------
 
     def _log(self, *, faults: bool, clock: Any = None, role: str = "") -> ObjectLog:
         log = ObjectLog(self.log_config, clock=clock)
         self.logs.append(log)
         if faults:
-            self._inject(log, role)
+            self.inject(log, role)
         return log
 
     def _on(self, kind: str) -> bool:
         return kind in self.config.faults
 
-    def _inject(self, log: ObjectLog, role: str) -> None:
+    def inject(self, log: ObjectLog, role: str) -> None:
+        """The faults of the run's kinds for a worker's role, on its log's S3 and DynamoDB
+        clients (botocore's, or an asyncio member's aiobotocore ones)."""
         s3, dynamodb, share = log.store.client, log.metadata.client, self.config.share  # type: ignore[attr-defined]
         f = self.faults
         if self._on("s3-503"):
@@ -396,8 +434,7 @@ class Workload:
                 producer.flush()
                 for partition, value, future in batch:
                     self.history.add_produce(Produce.of(client, partition, value, future))
-                with self._sent_lock:
-                    self.sent += len(batch)
+                self.add_sent(len(batch))
         finally:
             producer.close()
             if client == "http":
@@ -441,8 +478,7 @@ class Workload:
             for partition, value in sent:
                 outcome = _kafka_outcome(client, partition, value, told.pop(value, None))
                 self.history.add_produce(outcome)
-            with self._sent_lock:
-                self.sent += len(sent)
+            self.add_sent(len(sent))
         producer.flush(30)
 
     @property
