@@ -134,14 +134,16 @@ SPARK_3.5 := 3.5.8
 	touch $@
 
 # The Spark tests on the main virtualenv's PySpark (make test runs them beside the suite).
-# The asyncio client (objectlog.aio, docs/aio.md): its tests, the bridge's, and the store
-# contract suites over its aiobotocore clients (all of them also run in make test).
+# The asyncio client (objectlog.aio, docs/aio.md): all its tests (make test runs those not
+# marked aio_full): the bridge's, its functional tests on asyncio's and uvloop's loops, with
+# faults injected, the verify checker's fault kinds on its clients, README's FastAPI example;
+# then the store contract suites over its aiobotocore clients and its HTTP transport's auth.
 test-aio: install
-	$(BIN)/python -m pytest -n 2 -p no:cacheprovider tests/unit/test_concurrency.py \
-		tests/functional/test_aio_producer.py tests/functional/test_aio_consumer.py \
-		tests/functional/test_aio_admin.py tests/functional/test_aio_transactions.py \
-		tests/functional/test_gateway_auth.py tests/contract \
-		-k "aio or asyncio or concurrency or bearer or pipeline or fences"
+	$(BIN)/python -m pytest -n 2 -p no:cacheprovider -m "not slow" tests/unit/test_concurrency.py \
+		tests/functional/test_aio_*.py tests/functional/test_verify_aio_faults.py \
+		tests/functional/test_readme_fastapi.py
+	$(BIN)/python -m pytest -n 2 -p no:cacheprovider tests/contract \
+		tests/functional/test_gateway_auth.py -k "aio or asyncio or bearer"
 
 test-spark: install prereqs
 	$(BIN)/python -m pytest -p no:cacheprovider $(SPARK_TESTS)

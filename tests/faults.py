@@ -68,11 +68,16 @@ def check_history(log: Any, topic: str, partitions: int, history: list[Sent]) ->
     readable at most once; every record read was sent; each writer's acknowledged records on a
     partition keep their send order; the reads cover every offset up to the high watermark.
     """
+    check_produces(log, topic, partitions, [sent.produce() for sent in history])
+
+
+def check_produces(log: Any, topic: str, partitions: int, produces: list[Produce]) -> None:
+    """check_history's checks over what the clients were told (Produce records)."""
     reads = {p: checker.read_partition(log, topic, p, max_records=50) for p in range(partitions)}
     final = FinalState(
         partitions={p: rows for p, (rows, _) in reads.items()},
         log_start=dict.fromkeys(reads, 0),
         high_watermark={p: high_watermark for p, (_, high_watermark) in reads.items()},
     )
-    verdict = checker.check(History(produces=[sent.produce() for sent in history]), final)
+    verdict = checker.check(History(produces=produces), final)
     assert verdict.ok, dict(verdict.examples)

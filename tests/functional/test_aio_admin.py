@@ -20,6 +20,7 @@ from objectlog.stores.groups import TopicPartition
 from tests.aio_run import run
 
 
+@pytest.mark.aio_full
 def test_topics_configs_and_offsets(log: ObjectLog) -> None:
     async def admin(aio: AIOObjectLog) -> None:
         await aio.create_topic("orders", 2, {"retention.ms": 60_000})
@@ -47,6 +48,7 @@ def test_topics_configs_and_offsets(log: ObjectLog) -> None:
     run(log, admin)
 
 
+@pytest.mark.aio_full
 def test_groups_and_acls(log: ObjectLog) -> None:
     log.create_topic("events", partitions=2)
     with log.producer() as producer:

@@ -14,7 +14,7 @@ from objectlog import ObjectLog, concurrency
 from objectlog.aio import AIOObjectLog, ConsumerRebalanceListener
 from objectlog.errors import InvalidRequest
 from objectlog.stores.groups import TopicPartition
-from tests.aio_run import LOOPS, run
+from tests.aio_run import run
 
 
 def produced(log: ObjectLog, topic: str, partitions: int, count: int) -> set[bytes]:
@@ -34,7 +34,7 @@ async def drain(consumer: Any, want: int, seen: list[bytes]) -> None:
             seen.extend(r.value for r in records)
 
 
-@pytest.mark.parametrize("loop", list(LOOPS))
+@pytest.mark.parametrize("loop", ["asyncio", pytest.param("uvloop", marks=pytest.mark.aio_full)])
 def test_two_members_in_one_loop_share_a_topic_and_resume_from_their_commits(
     log: ObjectLog, loop: str
 ) -> None:
@@ -128,6 +128,7 @@ async def _with(log: ObjectLog, test: Any) -> Any:
         return await test(aio)
 
 
+@pytest.mark.aio_full
 def test_a_commit_beside_a_waiting_getmany_goes_ahead_and_stop_waits_for_one_in_flight(
     log: ObjectLog,
 ) -> None:
@@ -176,6 +177,7 @@ def test_a_commit_beside_a_waiting_getmany_goes_ahead_and_stop_waits_for_one_in_
     ] == (4, "")
 
 
+@pytest.mark.aio_full
 def test_getone_async_for_seek_pause_and_positions(log: ObjectLog) -> None:
     produced(log, "events", 2, 20)
 

@@ -79,6 +79,7 @@ def test_no_network_call_leaves_the_event_loop_thread(log: ObjectLog) -> None:
     assert not {name for name in threads["new"] if name.startswith("objectlog-")}
 
 
+@pytest.mark.aio_full
 def test_errors_are_the_threaded_clients(log: ObjectLog) -> None:
     log.create_topic("small", partitions=1, config={"max.message.bytes": 1000})
 
@@ -157,6 +158,7 @@ def test_stop_with_a_commit_in_flight_reports_an_unknown_outcome_never_a_silent_
     assert read_partition(log, "events")[0] == b"landed, answer lost"
 
 
+@pytest.mark.aio_full
 def test_a_full_buffer_makes_send_wait_then_fail_after_max_block_ms(log: ObjectLog) -> None:
     log.create_topic("events", partitions=1)
 
@@ -184,6 +186,7 @@ def test_a_full_buffer_makes_send_wait_then_fail_after_max_block_ms(log: ObjectL
     run(log, produce)
 
 
+@pytest.mark.aio_full
 def test_send_table_and_flush_and_a_record_sent_without_start(log: ObjectLog) -> None:
     log.create_topic("events", partitions=2)
 

@@ -72,6 +72,7 @@ def test_a_pipeline_commits_its_output_and_offsets_together_and_an_abort_leaves_
     assert values(log, "out", READ_UNCOMMITTED) == [b"R0", b"R1", b"R2", b"R3", b"R4", b"R5"]
 
 
+@pytest.mark.aio_full
 def test_a_second_instance_fences_the_first_and_calls_out_of_order_are_refused(
     log: ObjectLog,
 ) -> None:
