@@ -128,6 +128,7 @@ class AIOProducer:
     async def start(self) -> None:
         if self._started:
             return
+        await asyncio.to_thread(_arrow_warmed_up)
         self._appender = await bridge(self._host.new_appender, compression=self.compression)
         self._sequences = Sequences(self._host, self._appender)
         self._started = True
@@ -428,3 +429,9 @@ class AIOProducer:
 
     def __repr__(self) -> str:
         return f"AIOProducer(producer_id={self.producer_id!r}, started={self._started})"
+
+
+def _arrow_warmed_up() -> None:
+    """pyarrow imports pandas at its first conversion of Python values (0.5 s, measured on the
+    first send's delivery_columns): start() has it done on a thread, not on the loop."""
+    pa.array([b""], type=pa.binary())
