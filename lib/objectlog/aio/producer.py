@@ -35,8 +35,8 @@ from objectlog.clients.contract import LogClient
 from objectlog.clients.delivery import Delivery, PreparedDelivery, settle_records
 from objectlog.clients.flushing import (
     BatchAppender,
+    Batching,
     Sequences,
-    check_producer_options,
     check_record,
     expire,
     fail_delivery,
@@ -48,7 +48,7 @@ from objectlog.clients.producer import new_producer_id
 from objectlog.clients.values import BatchResult
 from objectlog.clock import Clock
 from objectlog.concurrency import bridge
-from objectlog.errors import ObjectLogError, ProducerClosed, StorageUnavailable, UnknownOutcome
+from objectlog.errors import ObjectLogError, ProducerClosed, UnknownOutcome
 from objectlog.format.partitioner import StickyPartitioner
 from objectlog.format.records import HeadersInput, RecordMetadata
 from objectlog.format.topics import validate_topic_name
@@ -93,14 +93,11 @@ class AIOProducer:
         clock: Clock | None = None,
     ) -> None:
         """The threaded Producer's options, with its meanings (clients/producer.py)."""
-        check_producer_options(linger_ms, batch_bytes, delivery_timeout_ms)
+        self.batching = Batching.of(
+            linger_ms, batch_bytes, buffer_memory, max_block_ms, delivery_timeout_ms
+        )
         self.log = log
         self.clock = clock or log.clock
-        self.linger_s = linger_ms / 1000
-        self.batch_bytes = batch_bytes
-        self.buffer_memory = max(buffer_memory, batch_bytes)
-        self.max_block_s = max_block_ms / 1000
-        self.delivery_timeout_s = delivery_timeout_ms / 1000
         self.compression = compression
         self.producer_id = new_producer_id() if enable_idempotence else None
         self.sticky = StickyPartitioner()
@@ -270,7 +267,7 @@ class AIOProducer:
             batch = self._current
             delivery = batch.delivery
             if not delivery.count:
-                delivery.limit = self.batch_bytes
+                delivery.limit = self.batching.batch_bytes
                 delivery.first_at = time.monotonic()
                 self._unsettled.add(batch)
                 self._wake.set()
@@ -283,15 +280,11 @@ class AIOProducer:
             await self._wait_for_room(size)
 
     async def _wait_for_room(self, size: int) -> None:
-        deadline = time.monotonic() + self.max_block_s
-        while self._ready and sum(b.delivery.bytes for b in self._ready) + size > (
-            self.buffer_memory
-        ):
+        deadline = time.monotonic() + self.batching.max_block_s
+        while self._ready and self.batching.no_room((b.delivery for b in self._ready), size):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise StorageUnavailable(
-                    f"buffer_memory ({self.buffer_memory} bytes) stayed full for max_block_ms"
-                )
+                raise self.batching.full_for_too_long()
             self._room.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._room.wait(), remaining)
@@ -305,7 +298,7 @@ class AIOProducer:
             delivery = batch.delivery
             delivery.start_settling()
             prepared = None
-            if not expire(delivery, self.delivery_timeout_s):  # expired: settled unwritten
+            if not expire(delivery, self.batching.delivery_timeout_s):  # expired: unwritten
                 try:
                     prepared = await bridge(
                         prepare_delivery,
@@ -330,18 +323,13 @@ class AIOProducer:
             delivery = batch.delivery
             timeout: float | None = None
             if delivery.count:
-                waited = time.monotonic() - delivery.first_at
-                if (
-                    self._flush_now
-                    or self._closed
-                    or delivery.bytes >= self.batch_bytes
-                    or waited >= self.linger_s
-                ):
+                hurry = self._flush_now or self._closed
+                timeout = self.batching.linger_left(delivery, hurry=hurry)
+                if not timeout:
                     self._current = _Batch()
                     self._flush_now = False
                     self._sending = batch
                     return batch
-                timeout = self.linger_s - waited
             elif self._closed:
                 return None
             self._wake.clear()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -78,13 +78,57 @@ logger = logging.getLogger(__name__)
 RECORD_OVERHEAD = 40
 
 
-def check_producer_options(linger_ms: int, batch_bytes: int, delivery_timeout_ms: int) -> None:
-    if batch_bytes <= 0 or linger_ms < 0:
-        raise InvalidRequest("batch_bytes must be positive and linger_ms not negative")
-    if type(delivery_timeout_ms) is not int or delivery_timeout_ms < max(linger_ms, 1):
-        raise InvalidRequest(
-            "delivery_timeout_ms must be an integer of at least linger_ms (and 1)",
-            field="delivery_timeout_ms",
+@dataclass(frozen=True, slots=True)
+class Batching:
+    """A producer's batching options (Kafka's, in seconds where Kafka says ms), and the two
+    rules that use them: when the sender takes the open delivery, and when send() must wait
+    for room."""
+
+    linger_s: float
+    batch_bytes: int
+    buffer_memory: int  # at least batch_bytes
+    max_block_s: float
+    delivery_timeout_s: float
+
+    @classmethod
+    def of(
+        cls,
+        linger_ms: int,
+        batch_bytes: int,
+        buffer_memory: int,
+        max_block_ms: int,
+        delivery_timeout_ms: int,
+    ) -> Batching:
+        if batch_bytes <= 0 or linger_ms < 0:
+            raise InvalidRequest("batch_bytes must be positive and linger_ms not negative")
+        if type(delivery_timeout_ms) is not int or delivery_timeout_ms < max(linger_ms, 1):
+            raise InvalidRequest(
+                "delivery_timeout_ms must be an integer of at least linger_ms (and 1)",
+                field="delivery_timeout_ms",
+            )
+        return cls(
+            linger_ms / 1000,
+            batch_bytes,
+            max(buffer_memory, batch_bytes),
+            max_block_ms / 1000,
+            delivery_timeout_ms / 1000,
+        )
+
+    def linger_left(self, delivery: Delivery, *, hurry: bool) -> float:
+        """How much longer the open delivery (with records) may wait for more: 0 when the
+        sender takes it now (hurry: a flush or close asked for it)."""
+        if hurry or delivery.bytes >= self.batch_bytes:
+            return 0.0
+        return max(0.0, self.linger_s - (time.monotonic() - delivery.first_at))
+
+    def no_room(self, queued: Iterable[Delivery], size: int) -> bool:
+        """Whether a record of size must wait: the full deliveries queued and it pass
+        buffer_memory."""
+        return sum(d.bytes for d in queued) + size > self.buffer_memory
+
+    def full_for_too_long(self) -> StorageUnavailable:
+        return StorageUnavailable(
+            f"buffer_memory ({self.buffer_memory} bytes) stayed full for max_block_ms"
         )
 
 

@@ -34,9 +34,9 @@ from objectlog.clients.delivery import (
     settle_records,
 )
 from objectlog.clients.flushing import (
+    Batching,
     ProducerHost,
     Sequences,
-    check_producer_options,
     check_record,
     expire,
     fail_delivery,
@@ -49,7 +49,6 @@ from objectlog.clock import Clock, SystemClock
 from objectlog.errors import (
     ObjectLogError,
     ProducerClosed,
-    StorageUnavailable,
 )
 from objectlog.format.partitioner import StickyPartitioner
 from objectlog.format.records import (
@@ -88,15 +87,12 @@ class Producer:
         StorageUnavailable, unwritten, instead of waiting its turn behind flushes that a slow
         or unavailable store holds up. A flush already being written finishes its own bounded
         attempts (its records may have landed: they are not failed early)."""
-        check_producer_options(linger_ms, batch_bytes, delivery_timeout_ms)
+        self.batching = Batching.of(
+            linger_ms, batch_bytes, buffer_memory, max_block_ms, delivery_timeout_ms
+        )
         self.log = log
         self.clock: Clock = clock or getattr(log, "clock", None) or SystemClock()
         self._now_ms = self.clock.now_ms  # bound once: send() calls it per record
-        self.linger_s = linger_ms / 1000
-        self.batch_bytes = batch_bytes
-        self.buffer_memory = max(buffer_memory, batch_bytes)
-        self.max_block_s = max_block_ms / 1000
-        self.delivery_timeout_s = delivery_timeout_ms / 1000
         self.producer_id = new_producer_id() if enable_idempotence else None
         self.appender = log.new_appender(compression=compression)
         self.sticky = StickyPartitioner()
@@ -183,7 +179,7 @@ class Producer:
                 raise ProducerClosed("the producer is closed")
             delivery = self._delivery
             if not delivery.count:
-                delivery.limit = self.batch_bytes
+                delivery.limit = self.batching.batch_bytes
                 delivery.first_at = time.monotonic()
                 self._wake.set()
                 return delivery
@@ -250,14 +246,12 @@ class Producer:
     # ---- the sender thread -------------------------------------------------------------
 
     def _wait_for_room(self, size: int) -> None:
-        deadline = time.monotonic() + self.max_block_s
+        deadline = time.monotonic() + self.batching.max_block_s
         self._wake.set()
-        while self._ready and sum(d.bytes for d in self._ready) + size > self.buffer_memory:
+        while self._ready and self.batching.no_room(self._ready, size):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise StorageUnavailable(
-                    f"buffer_memory ({self.buffer_memory} bytes) stayed full for max_block_ms"
-                )
+                raise self.batching.full_for_too_long()
             self._drained.wait(remaining)
 
     def _run(self) -> None:
@@ -270,7 +264,7 @@ class Producer:
             delivery.start_settling()
             prepared = None
             # an expired one is settled in order, unwritten
-            if not expire(delivery, self.delivery_timeout_s):
+            if not expire(delivery, self.batching.delivery_timeout_s):
                 try:
                     prepared = self._prepare(delivery)
                 except Exception as e:  # never let the sender die silently
@@ -299,18 +293,13 @@ class Producer:
                     return delivery
                 delivery = self._delivery
                 if delivery.count:
-                    waited = time.monotonic() - delivery.first_at
-                    if (
-                        self._flush_now
-                        or self._closed
-                        or delivery.bytes >= self.batch_bytes
-                        or waited >= self.linger_s
-                    ):
+                    hurry = self._flush_now or self._closed
+                    timeout: float | None = self.batching.linger_left(delivery, hurry=hurry)
+                    if not timeout:
                         self._delivery = Delivery()
                         self._flush_now = False
                         self._sending = delivery
                         return delivery
-                    timeout: float | None = self.linger_s - waited
                 elif self._closed:
                     return None
                 else:
