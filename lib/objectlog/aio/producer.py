@@ -26,6 +26,7 @@ import contextlib
 import logging
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, Self
 
@@ -184,6 +185,7 @@ class AIOProducer:
     ) -> asyncio.Future[RecordMetadata]:
         """Queue a record (waiting while buffer_memory is full); the future resolves to its
         RecordMetadata once committed, or raises its ObjectLogError."""
+        self._may_send("send")
         if topic not in self._known_topics:
             self._known_topics.add(validate_topic_name(topic))
         value, key, pairs, timestamp_ms, size = check_record(
@@ -222,20 +224,25 @@ class AIOProducer:
         """Produce a pyarrow Table of records at once (Producer.send_table's columns and
         rules); encoding runs on a worker thread."""
         self._require_running()
+        self._may_send("send_table")
         assert self._appender is not None
-        staged = await bridge(
-            stage_table,
-            self._host,
-            self._appender,
-            self.sticky,
-            self.clock,
-            topic,
-            table,
-            partition,
-        )
-        async with self._commit_lock:
-            outcomes = await bridge(self._commit, staged.staged)
-        return table_result(staged, outcomes)
+        try:
+            staged = await bridge(
+                stage_table,
+                self._host,
+                self._appender,
+                self.sticky,
+                self.clock,
+                topic,
+                table,
+                partition,
+            )
+            async with self._commit_lock:
+                outcomes = await bridge(self._commit, staged.staged)
+            return table_result(staged, outcomes)
+        except ObjectLogError as e:
+            self._settled({0: e})
+            raise
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait until it is acknowledged (or failed); TimeoutError
@@ -394,8 +401,13 @@ class AIOProducer:
             batch.done.set_result(None)
         self._room.set()
 
-    def _settled(self, errors: dict[int, ObjectLogError]) -> None:
-        """A batch settled with these records' errors (the transactional producer's hook)."""
+    # ---- the transactional producer's hooks --------------------------------------------
+
+    def _may_send(self, call: str) -> None:
+        """Refuse a send the producer's state does not allow (a transaction's phase)."""
+
+    def _settled(self, errors: Mapping[int, ObjectLogError]) -> None:
+        """Records settled with these errors (a flush's, or a send_table's)."""
 
     def _abandon(self, batch: _Batch) -> None:
         """Settle a batch the producer's teardown left behind, never as written."""

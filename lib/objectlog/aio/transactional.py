@@ -15,8 +15,6 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-import pyarrow as pa
-
 from objectlog.aio.producer import AIOProducer, AIOProducerHost
 from objectlog.clients.direct import ObjectLog
 from objectlog.clients.transaction_session import (
@@ -24,10 +22,9 @@ from objectlog.clients.transaction_session import (
     TxnPhase,
     check_transactional_options,
 )
-from objectlog.clients.values import BatchResult, ConsumerGroupMetadata
+from objectlog.clients.values import ConsumerGroupMetadata
 from objectlog.concurrency import bridge
 from objectlog.errors import ObjectLogError
-from objectlog.format.records import HeadersInput, RecordMetadata
 from objectlog.groups import OffsetAndMetadata, TopicPartition
 from objectlog.services.append import AppendOutcome, StagedFlush
 
@@ -98,43 +95,11 @@ class AIOTransactionalProducer(AIOProducer):
             raise
         await self.commit_transaction()
 
-    # ---- sending -------------------------------------------------------------------------
+    # ---- the producer's hooks ------------------------------------------------------------
 
-    async def send(
-        self,
-        topic: str,
-        value: bytes | str | None = None,
-        key: bytes | str | None = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: HeadersInput = None,
-    ) -> Any:
+    def _may_send(self, call: str) -> None:
         if self.txn.phase is not TxnPhase.IN_TRANSACTION:
-            self.txn.require(TxnPhase.IN_TRANSACTION, "send")
-        return await super().send(topic, value, key, partition, timestamp_ms, headers)
-
-    async def send_and_wait(
-        self,
-        topic: str,
-        value: bytes | str | None = None,
-        key: bytes | str | None = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: HeadersInput = None,
-    ) -> RecordMetadata:
-        future = await self.send(topic, value, key, partition, timestamp_ms, headers)
-        metadata: RecordMetadata = await future
-        return metadata
-
-    async def send_table(
-        self, topic: str, table: pa.Table, partition: int | None = None
-    ) -> BatchResult:
-        self.txn.require(TxnPhase.IN_TRANSACTION, "send_table")
-        try:
-            return await super().send_table(topic, table, partition)
-        except ObjectLogError as e:
-            self.txn.fail(e)
-            raise
+            self.txn.require(TxnPhase.IN_TRANSACTION, call)
 
     def _commit(self, staged: StagedFlush) -> list[AppendOutcome]:
         return self.txn.commit_flush(staged, super()._commit)
