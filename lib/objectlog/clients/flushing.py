@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
+from objectlog import concurrency
 from objectlog.clients.delivery import (
     Delivery,
     PreparedDelivery,
@@ -188,7 +189,7 @@ def prepare_delivery(
     """Group the delivery's records into partition batches and stage them, on the columnar
     path send_table takes (services.columnar), except that a record that cannot be written
     (its topic or partition unknown, or over max.message.bytes) fails alone."""
-    columns = delivery_columns(delivery)
+    columns = concurrency.offload(delivery_columns, delivery)  # the asyncio client's off loop
     explicit = explicit_partitions(delivery.partitions)
     batches: list[PartitionBatch] = []
     positions: list[np.ndarray] = []
