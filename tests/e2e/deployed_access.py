@@ -127,7 +127,7 @@ def signing_client(url: str, caller: Caller) -> HttpObjectLog:
     AWS_* variables signs (the signer takes boto3's credentials when it is made)."""
     with _environment(caller.environment):
         client = ObjectLog.connect(api_url=url, sign=True)
-    frozen = client.api.http.auth.credentials.get_frozen_credentials()  # type: ignore[union-attr]
+    frozen = client.api.auth.credentials.get_frozen_credentials()  # type: ignore[union-attr]
     assert frozen.access_key == caller.credential.access_key_id
     return client
 
