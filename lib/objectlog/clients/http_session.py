@@ -70,7 +70,6 @@ class ApiSession:
         ``token`` as a bearer token (the JWT authorizer). ``http``: what sends them, as
         requests.Session.request does (the asyncio client's aiohttp session)."""
         self.base = api_url.rstrip("/")
-        self.http = http if http is not None else requests.Session()
         self.timeout_s = timeout_s
         host = urlsplit(self.base).hostname or ""
         self.auth: requests.auth.AuthBase | None = None
@@ -82,6 +81,10 @@ class ApiSession:
             else not (host.startswith("127.") or host in ("localhost", "::1"))
         ):
             self.auth = SigV4(region)
+        if http is None:
+            http = requests.Session()
+            http.auth = self.auth  # an application's own calls through it are signed too
+        self.http = http
 
     def request(
         self,

@@ -325,7 +325,9 @@ class FaultInjector:
         async def aio_handler(request: Any, **_: Any) -> AWSResponse | None:
             if not _first_attempt(request) or not self._fire(fault, _CALL_PARAMS.get()):
                 return None
-            return lost(request, await endpoint.http_session.send(request))
+            response = await endpoint.http_session.send(request)
+            await response.content  # read whole: its connection goes back to the pool
+            return lost(request, response)
 
         event = f"before-send.{_service(client)}.{operation}"
         self._register(client, event, aio_handler if is_aio(client) else handler)
