@@ -22,6 +22,7 @@ def values(log: ObjectLog, topic: str, isolation: str) -> list[bytes]:
     return [r.value for r in result.records if r.value is not None]
 
 
+@pytest.mark.aio_full
 def test_a_pipeline_commits_its_output_and_offsets_together_and_an_abort_leaves_nothing(
     log: ObjectLog,
 ) -> None:

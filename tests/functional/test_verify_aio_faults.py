@@ -9,6 +9,8 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
+
 from objectlog import ObjectLog
 from objectlog.aio import AIOObjectLog
 from objectlog.tools.verify.faults import (
@@ -21,6 +23,7 @@ from objectlog.tools.verify.faults import (
 from tests.aio_run import run
 
 
+@pytest.mark.aio_full
 def test_faults_on_the_asyncio_clients_hold_their_call_and_not_the_loop(log: ObjectLog) -> None:
     log.create_topic("t", partitions=2)
     faults = FaultInjector()
