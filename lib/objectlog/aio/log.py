@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Self
 
 from objectlog.adapters.aio_clients import open_clients, open_http
@@ -66,23 +66,32 @@ class AIOObjectLog:
         returning the current one) for the API's JWT authorizer."""
         if api_url is None:
             return await cls.from_config(Config.from_env(**overrides), clock=clock)
-        stack = contextlib.AsyncExitStack()
-        try:
+
+        async def over_http(stack: contextlib.AsyncExitStack) -> LogClient:
             http = await open_http(stack)
-        except BaseException:
-            await stack.aclose()
-            raise
-        log = HttpObjectLog(api_url, sign=sign, region=region, token=token, http=http)
-        return cls(log, stack)
+            return HttpObjectLog(api_url, sign=sign, region=region, token=token, http=http)
+
+        return await cls._opened(over_http)
 
     @classmethod
     async def from_config(cls, config: Config, *, clock: Clock | None = None) -> AIOObjectLog:
-        stack = contextlib.AsyncExitStack()
-        try:
+        async def direct(stack: contextlib.AsyncExitStack) -> LogClient:
             s3, dynamodb = await open_clients(config, stack)
-            log = await bridge(
+            return await bridge(
                 ObjectLog, config, clock=clock, s3_client=s3, dynamodb_client=dynamodb
             )
+
+        return await cls._opened(direct)
+
+    @classmethod
+    async def _opened(
+        cls, open_log: Callable[[contextlib.AsyncExitStack], Awaitable[LogClient]]
+    ) -> AIOObjectLog:
+        """The client over the log open_log opens on a new exit stack (closed at close(), or
+        at once if opening fails)."""
+        stack = contextlib.AsyncExitStack()
+        try:
+            log = await open_log(stack)
         except BaseException:
             await stack.aclose()
             raise

@@ -110,11 +110,7 @@ class TransactionSession:
         offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
         group_metadata: ConsumerGroupMetadata | str,
     ) -> None:
-        """Commit a consumer's offsets in this transaction: applied to its group when the
-        transaction commits, never before, and dropped if it aborts. group_metadata is the
-        consumer's ``group_metadata()`` (or a group id, for offsets committed from outside the
-        group). Raises CommitFailed when the consumer no longer owns a partition in its
-        generation (KIP-447): the transaction must then abort."""
+        """TransactionalProducer.send_offsets_to_transaction (its docstring says what)."""
         self.require(TxnPhase.IN_TRANSACTION, "send_offsets_to_transaction")
         meta = (
             ConsumerGroupMetadata(group_metadata)
