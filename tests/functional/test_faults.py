@@ -16,7 +16,7 @@ from objectlog import ObjectLog
 from objectlog.clients.producer import Producer
 from objectlog.clock import ManualClock, ulid_time_ms
 from objectlog.config import Config
-from objectlog.errors import ErrorKind, ObjectLogError, OutOfOrderSequence
+from objectlog.errors import ErrorKind, ObjectLogError, OutOfOrderSequence, TopicExists
 from objectlog.format.layout import L0_DIR, l0_key
 from objectlog.format.segment import slice_table
 from objectlog.services.append import COMMIT_ATTEMPTS, PartitionBatch
@@ -178,6 +178,21 @@ def test_a_call_applied_but_whose_answer_was_lost_is_retried_to_the_original_off
         head = log.metadata.get_head("t", partition)
         assert head is not None and len(head.tail) == segments
     assert len(l0_ids(log)) == 2  # the retried PUT found its own object (If-None-Match)
+
+
+def test_a_topic_whose_creation_answer_was_lost_is_created_once(log: ObjectLog) -> None:
+    """The topic's PutItem lands, its answer is lost and the put is sent again: the repeat
+    fails its condition against the first write, which carries this topic's id, so the
+    topic is created (not "already exists"); another create of the name is still refused."""
+    faults = FaultInjector()
+    topic_items = lambda params: str(params["Item"]["pk"]["S"]).startswith("topic#")  # noqa: E731
+    lost = faults.lose_answer(log.metadata.client, "PutItem", times=1, when=topic_items)
+    log.create_topic("t", partitions=2)
+    assert lost.injected == 1
+    topic = log.metadata.get_topic("t")
+    assert topic is not None and topic.partitions == 2
+    with pytest.raises(TopicExists):
+        log.create_topic("t")
 
 
 def test_a_commit_whose_answer_botocore_lost_is_not_resent_without_a_producer_id(

@@ -212,7 +212,10 @@ class DynamoMetadata(KafkaCommits, LogStartWrites, TransactionMarks):
             "state": CREATING,
         }
         written = self.table.put(item, condition="attribute_not_exists(pk)", what="PutItem topic")
-        if not written.applied:
+        # A repeat of a put whose answer was lost (DynamoTable's retry policy) fails its
+        # condition against its own first write: the item carries this topic's id.
+        ours = written.item is not None and written.item.get("tid") == topic.topic_id
+        if not written.applied and not ours:
             raise TopicExists(f"topic {topic.name!r} already exists", field="topic")
 
     def set_topic_state(self, name: str, state: str, *, expected: str | None = None) -> None:
