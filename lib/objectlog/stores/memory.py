@@ -47,7 +47,10 @@ class MemoryMetadata:
 
     def put_new_topic(self, topic: Topic) -> None:
         with self._lock:
-            if topic.name in self._topics:
+            held = self._topics.get(topic.name)
+            if held is not None and held.topic_id == topic.topic_id:
+                return  # a repeat of this put (stores.metadata.TopicStore)
+            if held is not None:
                 raise TopicExists(f"topic {topic.name!r} already exists", field="topic")
             self._topics[topic.name] = replace(topic, state=CREATING)
 

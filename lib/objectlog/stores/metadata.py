@@ -138,7 +138,10 @@ class TopicStore(Protocol):
     """Topic items and the topic registry. Raises TopicExists, TopicNotFound,
     ConcurrentModification, StorageUnavailable."""
 
-    def put_new_topic(self, topic: Topic) -> None: ...
+    def put_new_topic(self, topic: Topic) -> None:
+        """Store a new topic, CREATING. A repeat of the put (the same topic id: a retry whose
+        first answer was lost) is a no-op; any other topic of that name raises TopicExists."""
+        ...
 
     def set_topic_state(self, name: str, state: str, *, expected: str | None = None) -> None: ...
 
