@@ -9,12 +9,15 @@ import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 import uvloop
 
 from objectlog import ObjectLog
 from objectlog.aio import AIOObjectLog
 
 LOOPS = {"asyncio": asyncio.run, "uvloop": uvloop.run}
+# A test's loops: make test runs it on asyncio's, make test-aio on uvloop's too.
+ON_EACH_LOOP = ["asyncio", pytest.param("uvloop", marks=pytest.mark.aio_full)]
 
 
 def run(

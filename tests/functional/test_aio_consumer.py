@@ -14,7 +14,7 @@ from objectlog import ObjectLog, concurrency
 from objectlog.aio import AIOObjectLog, ConsumerRebalanceListener
 from objectlog.errors import InvalidRequest
 from objectlog.stores.groups import TopicPartition
-from tests.aio_run import run
+from tests.aio_run import ON_EACH_LOOP, run
 
 
 def produced(log: ObjectLog, topic: str, partitions: int, count: int) -> set[bytes]:
@@ -34,7 +34,8 @@ async def drain(consumer: Any, want: int, seen: list[bytes]) -> None:
             seen.extend(r.value for r in records)
 
 
-@pytest.mark.parametrize("loop", ["asyncio", pytest.param("uvloop", marks=pytest.mark.aio_full)])
+@pytest.mark.aio_full
+@pytest.mark.parametrize("loop", ON_EACH_LOOP)
 def test_two_members_in_one_loop_share_a_topic_and_resume_from_their_commits(
     log: ObjectLog, loop: str
 ) -> None:

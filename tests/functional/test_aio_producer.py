@@ -22,11 +22,11 @@ from objectlog.errors import (
     UnknownOutcome,
 )
 from objectlog.format.records import RecordMetadata
-from tests.aio_run import LOOPS, run
+from tests.aio_run import ON_EACH_LOOP, run
 from tests.faults import read_partition
 
 
-@pytest.mark.parametrize("loop", list(LOOPS))
+@pytest.mark.parametrize("loop", ON_EACH_LOOP)
 def test_sends_are_committed_in_order_per_partition_and_their_futures_say_where(
     log: ObjectLog, loop: str
 ) -> None:
