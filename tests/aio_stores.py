@@ -9,12 +9,14 @@ import contextlib
 import inspect
 import threading
 import types
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import fields
 from typing import Any
 
 import pytest
 
+from objectlog.adapters import aws
 from objectlog.adapters.aio_clients import BridgedClient, open_clients
 from objectlog.concurrency import bridge
 from objectlog.config import Config
@@ -93,6 +95,19 @@ def shared_aio_clients(
         _SHARED[endpoint] = clients.__enter__()
         request.session.config.add_cleanup(lambda: clients.__exit__(None, None, None))
     return _SHARED[endpoint]
+
+
+def dynamodb_items(request: pytest.FixtureRequest, prefix: str) -> tuple[ItemStores, ItemStores]:
+    """(the stores as a test calls them, the stores themselves) on a new table named
+    "<prefix>-<random>", for a contract suite's "dynamodb" param (the threaded client's
+    botocore client) or its "dynamodb-aio" one (the asyncio client's, called on its loop)."""
+    table = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    if request.param == "dynamodb-aio":
+        return aio_items(request, table)
+    request.getfixturevalue("aws_endpoint")
+    items = ItemStores.dynamodb(aws.dynamodb_client(Config.from_env()), table)
+    items.metadata.ensure_table()
+    return items, items
 
 
 def aio_items(request: pytest.FixtureRequest, table: str) -> tuple[ItemStores, ItemStores]:

@@ -4,7 +4,6 @@ in-memory one alike, down to the DynamoDB requests each call sends."""
 from __future__ import annotations
 
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
@@ -12,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from objectlog.adapters import aws
-from objectlog.config import Config
 from objectlog.errors import InvalidRequest
 from objectlog.format.acls import (
     AclBinding,
@@ -34,9 +31,8 @@ from objectlog.stores.acls import (
     member_bytes,
 )
 from objectlog.stores.dynamo_acls import DynamoAclStore, resource_key
-from objectlog.stores.items import ItemStores
 from objectlog.stores.memory_acls import MemoryAclStore
-from tests.aio_stores import OnLoop, aio_items
+from tests.aio_stores import OnLoop, dynamodb_items
 
 T, G = ResourceType.TOPIC, ResourceType.GROUP
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
@@ -57,15 +53,7 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
         memory = MemoryAclStore()
         yield Subject(memory, memory.requests, memory.remove_item)
         return
-    if request.param == "dynamodb-aio":
-        bridged, items = aio_items(request, f"acls-{uuid.uuid4().hex[:12]}")
-    else:
-        request.getfixturevalue("aws_endpoint")
-        items = ItemStores.dynamodb(
-            aws.dynamodb_client(Config.from_env()), f"acls-{uuid.uuid4().hex[:12]}"
-        )
-        items.metadata.ensure_table()
-        bridged = items
+    bridged, items = dynamodb_items(request, "acls")
     store = items.acls
     assert isinstance(store, DynamoAclStore)
     sent: Counter[str] = Counter()

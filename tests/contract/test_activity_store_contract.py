@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from objectlog.adapters import aws
-from objectlog.config import Config
 from objectlog.stores.activity import ActivityStore, MemoryActivityStore
 from objectlog.stores.items import ItemStores
-from tests.aio_stores import aio_items
+from tests.aio_stores import dynamodb_items
 
 pytestmark = pytest.mark.emulators
 
@@ -25,15 +22,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[ActivityStore]:
     if request.param == "memory":
         yield MemoryActivityStore()
         return
-    if request.param == "dynamodb-aio":
-        yield aio_items(request, f"contract-{uuid.uuid4().hex[:12]}")[0].activity
-        return
-    request.getfixturevalue("aws_endpoint")
-    items = ItemStores.dynamodb(
-        aws.dynamodb_client(Config.from_env()), f"contract-{uuid.uuid4().hex[:12]}"
-    )
-    items.metadata.ensure_table()
-    yield items.activity
+    yield dynamodb_items(request, "contract")[0].activity
 
 
 def settled(store: ActivityStore, topic: str, expected: int, within_s: float = 5.0) -> int:

@@ -3,16 +3,13 @@ in-memory one alike."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from objectlog.adapters import aws
-from objectlog.config import Config
 from objectlog.stores.items import ItemStores
 from objectlog.stores.schemas import SchemaReference, SchemaStore, StoredSchema
-from tests.aio_stores import aio_items
+from tests.aio_stores import dynamodb_items
 
 
 @pytest.fixture(params=["memory", "dynamodb", "dynamodb-aio"])
@@ -20,14 +17,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[SchemaStore]:
     if request.param == "memory":
         yield ItemStores.memory().schemas
         return
-    if request.param == "dynamodb-aio":
-        yield aio_items(request, f"schemas-{uuid.uuid4().hex[:12]}")[0].schemas
-        return
-    request.getfixturevalue("aws_endpoint")
-    config = Config.from_env()
-    items = ItemStores.dynamodb(aws.dynamodb_client(config), f"schemas-{uuid.uuid4().hex[:12]}")
-    items.metadata.ensure_table()
-    yield items.schemas
+    yield dynamodb_items(request, "schemas")[0].schemas
 
 
 def schema(schema_id: int, text: str = '"string"') -> StoredSchema:

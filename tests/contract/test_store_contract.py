@@ -10,8 +10,6 @@ from dataclasses import replace
 
 import pytest
 
-from objectlog.adapters import aws
-from objectlog.config import Config
 from objectlog.errors import (
     ConcurrentModification,
     HorizonPassed,
@@ -39,7 +37,7 @@ from objectlog.stores.metadata import (
     Commit,
     KafkaSequence,
 )
-from tests.aio_stores import aio_items
+from tests.aio_stores import dynamodb_items
 
 pytestmark = pytest.mark.emulators  # the stores' conditional writes, on every emulator
 
@@ -51,14 +49,7 @@ def stores(request: pytest.FixtureRequest) -> Iterator[ItemStores]:
     if request.param == "memory":
         yield ItemStores.memory()
         return
-    if request.param == "dynamodb-aio":
-        yield aio_items(request, f"contract-{uuid.uuid4().hex[:12]}")[0]
-        return
-    request.getfixturevalue("aws_endpoint")
-    config = Config.from_env()
-    items = ItemStores.dynamodb(aws.dynamodb_client(config), f"contract-{uuid.uuid4().hex[:12]}")
-    items.metadata.ensure_table()
-    yield items
+    yield dynamodb_items(request, "contract")[0]
 
 
 def topic(name: str = "t", partitions: int = 2) -> Topic:

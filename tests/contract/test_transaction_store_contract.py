@@ -4,19 +4,15 @@ in-memory one alike, down to the DynamoDB requests each call sends."""
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from objectlog.adapters import aws
-from objectlog.config import Config
 from objectlog.errors import TransactionTooLarge
 from objectlog.stores.dynamo_transactions import DynamoTransactionStore, transaction_key
 from objectlog.stores.groups import TopicPartition
-from objectlog.stores.items import ItemStores
 from objectlog.stores.memory_transactions import MemoryTransactionStore
 from objectlog.stores.transactions import (
     MAX_ITEM_BYTES,
@@ -28,7 +24,7 @@ from objectlog.stores.transactions import (
     check_bounds,
     item_bytes,
 )
-from tests.aio_stores import OnLoop, aio_items
+from tests.aio_stores import OnLoop, dynamodb_items
 
 
 @dataclass
@@ -44,15 +40,7 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
         memory = MemoryTransactionStore()
         yield Subject(memory, memory.requests, memory.remove)
         return
-    if request.param == "dynamodb-aio":
-        bridged, items = aio_items(request, f"txns-{uuid.uuid4().hex[:12]}")
-    else:
-        request.getfixturevalue("aws_endpoint")
-        items = ItemStores.dynamodb(
-            aws.dynamodb_client(Config.from_env()), f"txns-{uuid.uuid4().hex[:12]}"
-        )
-        items.metadata.ensure_table()
-        bridged = items
+    bridged, items = dynamodb_items(request, "txns")
     store = items.transactions
     assert isinstance(store, DynamoTransactionStore)
     sent: Counter[str] = Counter()

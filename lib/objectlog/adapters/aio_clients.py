@@ -25,7 +25,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession, get_session
 from requests.structures import CaseInsensitiveDict
 
-from objectlog.adapters.aws import botocore_config, session_kwargs
+from objectlog.adapters.aws import SessionKey, botocore_config, cached_session
 from objectlog.concurrency import wait_for
 from objectlog.config import Config
 
@@ -98,18 +98,16 @@ class _BridgedWaiter:
         wait_for(self._waiter.wait(**kwargs))
 
 
-_SESSIONS: dict[tuple[tuple[str, Any], ...], AioSession] = {}
+_SESSIONS: dict[SessionKey, AioSession] = {}
 
 
 def aio_session(config: Config) -> AioSession:
-    """An aiobotocore session with the threaded client's credentials (session_kwargs), one per
-    set of settings: a session's loader caches the service models its clients are built from
-    (about half a second each, the first time)."""
-    kwargs = session_kwargs(config)
-    key = tuple(sorted(kwargs.items()))
-    session = _SESSIONS.get(key)
-    if session is None:
-        session = _SESSIONS[key] = get_session()
+    """An aiobotocore session with the threaded client's credentials, one per set of settings
+    (adapters.aws.cached_session: loading a client's service model takes about half a second
+    the first time)."""
+
+    def build(kwargs: dict[str, Any]) -> AioSession:
+        session = get_session()
         if "aws_access_key_id" in kwargs:
             session.set_credentials(
                 kwargs["aws_access_key_id"],
@@ -117,7 +115,9 @@ def aio_session(config: Config) -> AioSession:
                 kwargs.get("aws_session_token"),
             )
         session.set_config_variable("region", config.region)
-    return session
+        return session
+
+    return cached_session(config, _SESSIONS, build)
 
 
 async def open_clients(

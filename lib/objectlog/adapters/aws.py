@@ -43,6 +43,7 @@ EXISTS_CODES = {
     "ResourceInUseException",  # DynamoDB CreateTable
 }
 T = TypeVar("T")
+S = TypeVar("S")  # a session: boto3's or aiobotocore's
 
 
 def user_agent() -> str:
@@ -91,18 +92,27 @@ def session_kwargs(config: Config) -> dict[str, Any]:
     return {"region_name": config.region}
 
 
-_SESSIONS: dict[tuple[tuple[str, Any], ...], boto3.Session] = {}
+SessionKey = tuple[tuple[str, Any], ...]
+_SESSIONS: dict[SessionKey, boto3.Session] = {}
 _SESSIONS_LOCK = threading.Lock()
 
 
 def make_session(config: Config) -> boto3.Session:
     """One boto3 session per set of settings: building a session loads every service model."""
+    return cached_session(config, _SESSIONS, lambda kwargs: boto3.Session(**kwargs))
+
+
+def cached_session(
+    config: Config, sessions: dict[SessionKey, S], build: Callable[[dict[str, Any]], S]
+) -> S:
+    """The session in sessions for config's settings (session_kwargs), built the first time:
+    a session's loader caches the service models its clients are built from."""
     kwargs = session_kwargs(config)
     key = tuple(sorted(kwargs.items()))
     with _SESSIONS_LOCK:
-        session = _SESSIONS.get(key)
+        session = sessions.get(key)
         if session is None:
-            session = _SESSIONS[key] = boto3.Session(**kwargs)
+            session = sessions[key] = build(kwargs)
         return session
 
 
