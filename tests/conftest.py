@@ -33,7 +33,7 @@ KINDS = ("unit", "contract", "functional", "e2e")
 # them at once. Its default order, files with the most tests first, started these few-test files
 # last, and a worker ran the 155 s verify alone while the other had nothing left.
 LONG_FILES = (
-    "functional/test_verify.py",  # 155 (the short objectlog verify)
+    "functional/test_verify.py",  # 90 on a quiet box (the short objectlog verify), 260 loaded
     "e2e/test_terraform.py",  # 150 (a Terraform apply and destroy)
     "functional/test_tables.py",  # 80
     "functional/test_dev_persistence.py",  # 70 (objectlog dev and DynamoDB Local processes)
