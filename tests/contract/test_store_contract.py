@@ -79,7 +79,7 @@ def created(stores: ItemStores, t: Topic) -> Topic:
 def test_a_topic_is_created_once_and_read_back(stores: ItemStores) -> None:
     m = stores.metadata
     m.put_new_topic(topic())
-    m.put_new_topic(topic())  # a repeat of the same put (its answer lost) is a no-op
+    m.put_new_topic(topic())  # a repeat of the same put (its answer lost) changes nothing
     with pytest.raises(TopicExists):
         m.put_new_topic(replace(topic(), topic_id="another id"))
     got = m.get_topic("t")

@@ -182,8 +182,8 @@ def test_a_call_applied_but_whose_answer_was_lost_is_retried_to_the_original_off
 
 def test_a_topic_whose_creation_answer_was_lost_is_created_once(log: ObjectLog) -> None:
     """The topic's PutItem lands, its answer is lost and the put is sent again: the repeat
-    fails its condition against the first write, which carries this topic's id, so the
-    topic is created (not "already exists"); another create of the name is still refused."""
+    finds the first write, which carries this topic's id, so the topic is created (not
+    "already exists"); another create of the name is still refused."""
     faults = FaultInjector()
     topic_items = lambda params: str(params["Item"]["pk"]["S"]).startswith("topic#")  # noqa: E731
     lost = faults.lose_answer(log.metadata.client, "PutItem", times=1, when=topic_items)

@@ -211,11 +211,15 @@ class DynamoMetadata(KafkaCommits, LogStartWrites, TransactionMarks):
             "created": topic.created_ms,
             "state": CREATING,
         }
-        written = self.table.put(item, condition="attribute_not_exists(pk)", what="PutItem topic")
-        # A repeat of a put whose answer was lost (DynamoTable's retry policy) fails its
-        # condition against its own first write: the item carries this topic's id.
-        ours = written.item is not None and written.item.get("tid") == topic.topic_id
-        if not written.applied and not ours:
+        # The condition admits a repeat of this put (its answer lost: DynamoTable's retry
+        # policy), as claim_fingerprint's does: the first write carries this topic's id.
+        written = self.table.put(
+            item,
+            condition="attribute_not_exists(pk) OR tid = :tid",
+            values={":tid": topic.topic_id},
+            what="PutItem topic",
+        )
+        if not written.applied:
             raise TopicExists(f"topic {topic.name!r} already exists", field="topic")
 
     def set_topic_state(self, name: str, state: str, *, expected: str | None = None) -> None:

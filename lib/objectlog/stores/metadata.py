@@ -140,7 +140,8 @@ class TopicStore(Protocol):
 
     def put_new_topic(self, topic: Topic) -> None:
         """Store a new topic, CREATING. A repeat of the put (the same topic id: a retry whose
-        first answer was lost) is a no-op; any other topic of that name raises TopicExists."""
+        first answer was lost) succeeds and changes nothing; any other topic of that name raises
+        TopicExists."""
         ...
 
     def set_topic_state(self, name: str, state: str, *, expected: str | None = None) -> None: ...
