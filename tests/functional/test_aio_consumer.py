@@ -66,6 +66,7 @@ def test_two_members_in_one_loop_share_a_topic_and_resume_from_their_commits(
                 seen.extend(r.value for records in batches.values() for r in records)
 
         await asyncio.wait_for(asyncio.gather(member(first), member(second)), 60)
+        assert first.assignment() | second.assignment() == every_partition
         assert not first.assignment() & second.assignment()
         new = {t.name for t in set(threading.enumerate()) - before}
         await first.stop()

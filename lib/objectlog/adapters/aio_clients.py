@@ -114,7 +114,7 @@ def aio_session(config: Config) -> AioSession:
                 kwargs["aws_secret_access_key"],
                 kwargs.get("aws_session_token"),
             )
-        session.set_config_variable("region", config.region)
+        session.set_config_variable("region", kwargs["region_name"])
         return session
 
     return cached_session(config, _SESSIONS, build)
