@@ -211,8 +211,7 @@ class DynamoMetadata(KafkaCommits, LogStartWrites, TransactionMarks):
             "created": topic.created_ms,
             "state": CREATING,
         }
-        # The condition admits a repeat of this put (its answer lost: DynamoTable's retry
-        # policy), as claim_fingerprint's does: the first write carries this topic's id.
+        # admits a repeat of this put whose answer was lost (as claim_fingerprint's condition)
         written = self.table.put(
             item,
             condition="attribute_not_exists(pk) OR tid = :tid",
